@@ -1,0 +1,274 @@
+// rope/apply.hpp: rope::apply, the hot path. What most users read first.
+//
+//   auto tab = rope::get_table<float>(spec, max_positions);           // once (cold path)
+//   rope::status st = rope::apply<float, 128>(*tab, q_rows, positions); // every token, layer
+//
+// Data. A rope::heads_view<T> describes n_tokens x n_heads rows of head_dim elements with
+// element strides between tokens and between heads (the inner stride is 1). [T, H, D] packed
+// is token_stride = H*D, head_stride = D; [H, T, D] is head_stride = T*D, token_stride = D.
+// Each token has one position (int32 or int64, any values: KV-cache decode, packed
+// sequences). The first rotary_dim elements of each row are rotated (layout and frequencies
+// come from the table); elements [rotary_dim, head_dim) are left untouched in place and
+// copied bit for bit out of place.
+//
+// Contract. Every function here is noexcept, allocates nothing and takes no lock. Every
+// argument is validated before the first write: on an error the status says what is wrong
+// and no output element has changed. Zero tokens or zero heads is a successful no-op.
+// Aliasing: out may be exactly in (same pointer, same shape and strides: in place); any other
+// overlap between an output and any input or other output is refused. In place and out of
+// place give bitwise identical results. Alignment: none required.
+//
+// Accuracy (float): |out - exact| <= 3 * 2^-24 * r per element, r the pair's norm, at every
+// position the table covers, because table entries are correctly formed in double (see
+// rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "rope/arch/scalar.hpp"
+#include "rope/spec.hpp"
+#include "rope/storage.hpp"
+#include "rope/table.hpp"
+
+namespace rope {
+
+/// Dim = dynamic: the rotary dimension is taken from the table at run time.
+inline constexpr std::size_t dynamic = 0;
+
+/// n_tokens x n_heads rows of head_dim elements of type T (const T for inputs).
+template <class T>
+struct heads_view {
+  T* data = nullptr;
+  std::ptrdiff_t n_tokens = 0;
+  std::ptrdiff_t n_heads = 0;
+  std::ptrdiff_t head_dim = 0;
+  std::ptrdiff_t token_stride = 0;  ///< elements from token t to token t+1
+  std::ptrdiff_t head_stride = 0;   ///< elements from head h to head h+1
+
+  /// A mutable view converts to a read-only one.
+  template <class U = T, class = std::enable_if_t<!std::is_const<U>::value>>
+  constexpr operator heads_view<const U>() const noexcept {
+    return {data, n_tokens, n_heads, head_dim, token_stride, head_stride};
+  }
+};
+
+/// The packed [n_tokens, n_heads, head_dim] view of data.
+template <class T>
+constexpr heads_view<T> packed_heads(T* data, std::ptrdiff_t n_tokens, std::ptrdiff_t n_heads,
+                                     std::ptrdiff_t head_dim) noexcept {
+  return {data, n_tokens, n_heads, head_dim, n_heads * head_dim, head_dim};
+}
+
+namespace detail {
+
+template <class T>
+bool empty(const heads_view<T>& v) noexcept {
+  return v.n_tokens == 0 || v.n_heads == 0;
+}
+
+// a * b <= limit for non-negative a, b, without overflow.
+constexpr bool product_fits(std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t limit) noexcept {
+  return a == 0 || b <= limit / a;
+}
+
+/// Elements from a row's first element to one past the last row's end (0 when empty).
+template <class T>
+std::ptrdiff_t extent(const heads_view<T>& v) noexcept {
+  if (empty(v)) return 0;
+  const std::ptrdiff_t tok = v.n_tokens > 1 ? (v.n_tokens - 1) * v.token_stride : 0;
+  return tok + (v.n_heads - 1) * v.head_stride + v.head_dim;
+}
+
+/// Checks one view against the table's rotary dim; does not look at other views.
+template <class T>
+status check_view(const heads_view<T>& v, std::ptrdiff_t rotary_dim) noexcept {
+  if (v.n_tokens < 0 || v.n_heads < 0 || v.head_dim < 0) return status::bad_dimension;
+  if (empty(v)) return status::ok;
+  if (v.data == nullptr) return status::null_pointer;
+  if (v.head_dim < rotary_dim) return status::bad_dimension;
+  if (v.head_stride < v.head_dim) return status::bad_stride;
+  const std::ptrdiff_t limit = PTRDIFF_MAX / static_cast<std::ptrdiff_t>(sizeof(T)) / 4;
+  // The whole view must be addressable: bounds every product below.
+  if (!product_fits(v.n_heads - 1, v.head_stride, limit) || v.head_dim > limit)
+    return status::bad_stride;
+  const std::ptrdiff_t head_block = (v.n_heads - 1) * v.head_stride + v.head_dim;
+  if (v.n_tokens > 1) {
+    const std::ptrdiff_t ts = v.token_stride;
+    if (ts < v.head_dim || !product_fits(v.n_tokens - 1, ts, limit) || head_block > limit)
+      return status::bad_stride;
+    // Rows must not overlap: either whole tokens are apart (token-major, [T, H, D]) or whole
+    // heads are (head-major, [H, T, D]).
+    const bool token_major = ts >= head_block;
+    const bool head_major = v.head_stride >= (v.n_tokens - 1) * ts + v.head_dim;
+    if (!token_major && !head_major) return status::bad_stride;
+  }
+  return status::ok;
+}
+
+template <class A, class B>
+bool overlap(const heads_view<A>& a, const heads_view<B>& b) noexcept {
+  if (empty(a) || empty(b)) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  const auto a1 = a0 + static_cast<std::uintptr_t>(extent(a)) * sizeof(A);
+  const auto b1 = b0 + static_cast<std::uintptr_t>(extent(b)) * sizeof(B);
+  return a0 < b1 && b0 < a1;
+}
+
+template <class A, class B>
+bool same_rows(const heads_view<A>& a, const heads_view<B>& b) noexcept {
+  return std::is_same<std::remove_const_t<A>, std::remove_const_t<B>>::value &&
+         static_cast<const void*>(a.data) == static_cast<const void*>(b.data) &&
+         a.n_tokens == b.n_tokens && a.n_heads == b.n_heads && a.head_dim == b.head_dim &&
+         (a.n_tokens <= 1 || a.token_stride == b.token_stride) &&
+         (a.n_heads <= 1 || a.head_stride == b.head_stride);
+}
+
+/// in -> out: both views valid, same shape, and either the same rows (in place) or disjoint.
+template <class TIn, class TOut>
+status check_pair(const heads_view<const TIn>& in, const heads_view<TOut>& out,
+                  std::ptrdiff_t rotary_dim) noexcept {
+  if (status st = check_view(in, rotary_dim); st != status::ok) return st;
+  if (status st = check_view(out, rotary_dim); st != status::ok) return st;
+  if (in.n_tokens != out.n_tokens || in.n_heads != out.n_heads || in.head_dim != out.head_dim)
+    return status::bad_dimension;
+  if (!same_rows(in, out) && overlap(in, out)) return status::overlapping_buffers;
+  return status::ok;
+}
+
+template <class Pos>
+status check_positions(const Pos* positions, std::ptrdiff_t n, std::int64_t length) noexcept {
+  static_assert(std::is_integral<Pos>::value && std::is_signed<Pos>::value,
+                "positions are signed integers (int32_t or int64_t)");
+  if (n == 0) return status::ok;
+  if (positions == nullptr) return status::null_pointer;
+  for (std::ptrdiff_t t = 0; t < n; ++t) {
+    const std::int64_t p = static_cast<std::int64_t>(positions[t]);
+    if (p < 0 || p >= length) return status::position_out_of_range;
+  }
+  return status::ok;
+}
+
+template <std::size_t Dim, class Real>
+status check_table(const table<Real>& tab) noexcept {
+  static_assert(Dim % 2 == 0 && Dim <= static_cast<std::size_t>(max_rotary_dim),
+                "Dim (the rotary dim) must be even and <= rope::max_rotary_dim");
+  if (Dim != 0 && static_cast<std::size_t>(tab.rotary_dim()) != Dim) return status::bad_dimension;
+  return status::ok;
+}
+
+constexpr std::size_t z(std::ptrdiff_t v) noexcept { return static_cast<std::size_t>(v); }
+
+template <class TIn, class TOut, class Pos>
+job<TIn, TOut, Pos> make_job(const heads_view<const TIn>& in, const heads_view<TOut>& out,
+                             const Pos* positions) noexcept {
+  return {in.data,
+          out.data,
+          z(in.n_tokens),
+          z(in.n_heads),
+          z(in.token_stride),
+          z(in.head_stride),
+          z(out.token_stride),
+          z(out.head_stride),
+          z(in.head_dim),
+          positions,
+          !same_rows(in, out)};
+}
+
+/// Runs a validated job with the layout and direction turned into template arguments.
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+  const bool inv = dir == direction::inverse;
+  if (tab.layout() == layout::interleaved) {
+    if (inv) arch::scalar::run<Dim, layout::interleaved, true>(tab, jb);
+    else arch::scalar::run<Dim, layout::interleaved, false>(tab, jb);
+  } else {
+    if (inv) arch::scalar::run<Dim, layout::half_split, true>(tab, jb);
+    else arch::scalar::run<Dim, layout::half_split, false>(tab, jb);
+  }
+}
+
+}  // namespace detail
+
+/// Rotates in -> out (out-of-place; or in place when out is the same rows as in), token t at
+/// positions[t]. T is the storage type; the table type is compute_type_t<T> (float for float).
+/// TOut may differ from T (e.g. float in, 16-bit out into a KV cache) once such storage types
+/// exist; the result is computed in compute_type_t<T> and rounded once on store.
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<const T> in,
+                           heads_view<TOut> out, const Pos* positions,
+                           direction dir = direction::forward) noexcept {
+  if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
+  if (status st = detail::check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
+  if (detail::empty(in)) return status::ok;
+  if (status st = detail::check_positions(positions, in.n_tokens, tab.length()); st != status::ok)
+    return st;
+  detail::run<Dim>(tab, detail::make_job(in, out, positions), dir);
+  return status::ok;
+}
+
+/// In place: rotates the rows of x, token t at positions[t].
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<T> x,
+                           const Pos* positions, direction dir = direction::forward) noexcept {
+  return apply<T, Dim>(tab, heads_view<const T>(x), x, positions, dir);
+}
+
+/// Queries and keys out of place (or in place per tensor when out is in). Every output must be
+/// disjoint from every other tensor except its own input (exact aliasing).
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, heads_view<const T> q_in,
+                              heads_view<TOut> q_out, heads_view<const T> k_in,
+                              heads_view<TOut> k_out, const Pos* positions,
+                              direction dir = direction::forward) noexcept {
+  if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
+  const std::ptrdiff_t d = tab.rotary_dim();
+  if (status st = detail::check_pair(q_in, q_out, d); st != status::ok) return st;
+  if (status st = detail::check_pair(k_in, k_out, d); st != status::ok) return st;
+  if (!detail::empty(q_in) && !detail::empty(k_in) && q_in.n_tokens != k_in.n_tokens)
+    return status::bad_dimension;
+  if (detail::overlap(q_out, k_out) || detail::overlap(q_out, k_in) ||
+      detail::overlap(k_out, q_in))
+    return status::overlapping_buffers;
+  const std::ptrdiff_t n = detail::empty(q_in) ? (detail::empty(k_in) ? 0 : k_in.n_tokens)
+                                               : q_in.n_tokens;
+  if (n == 0) return status::ok;
+  if (status st = detail::check_positions(positions, n, tab.length()); st != status::ok)
+    return st;
+  if (!detail::empty(q_in)) detail::run<Dim>(tab, detail::make_job(q_in, q_out, positions), dir);
+  if (!detail::empty(k_in)) detail::run<Dim>(tab, detail::make_job(k_in, k_out, positions), dir);
+  return status::ok;
+}
+
+/// Queries and keys of one batch in one call (grouped-query attention: their own head counts
+/// and strides), in place, token t at positions[t] for both. Both are validated before
+/// either is written; q and k must not overlap.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, heads_view<T> q,
+                              heads_view<T> k, const Pos* positions,
+                              direction dir = direction::forward) noexcept {
+  return apply_qk<T, Dim>(tab, heads_view<const T>(q), q, heads_view<const T>(k), k, positions,
+                          dir);
+}
+
+/// One head vector at one position, in place: rotates x[0, rotary_dim).
+template <class T, std::size_t Dim = dynamic>
+[[nodiscard]] status apply(const table<compute_type_t<T>>& tab, std::int64_t position, T* x,
+                           direction dir = direction::forward) noexcept {
+  const std::ptrdiff_t d = tab.rotary_dim();
+  return apply<T, Dim>(tab, heads_view<T>{x, 1, 1, d, d, d}, &position, dir);
+}
+
+/// One head vector at one position, out of place: out[0, rotary_dim) rotated, out[rotary_dim,
+/// head_dim) copied bit for bit.
+template <class T, std::size_t Dim = dynamic, class TOut>
+[[nodiscard]] status apply(const table<compute_type_t<T>>& tab, std::int64_t position,
+                           const T* in, TOut* out, std::ptrdiff_t head_dim,
+                           direction dir = direction::forward) noexcept {
+  return apply<T, Dim>(tab, heads_view<const T>{in, 1, 1, head_dim, head_dim, head_dim},
+                       heads_view<TOut>{out, 1, 1, head_dim, head_dim, head_dim}, &position, dir);
+}
+
+}  // namespace rope

@@ -1,0 +1,65 @@
+// rope/config.hpp: configuration macros and the cold-path error mechanism.
+//
+// The hot path (rope::apply and friends) never throws: it returns a rope::status. The cold path
+// (validating a spec, building a table) reports bad input by throwing std::invalid_argument or
+// std::out_of_range whose message names the parameter and its value. In a build without
+// exceptions (-fno-exceptions) the same message goes to the handler installed with
+// rope::set_error_handler, which must not return (the default prints and calls std::abort).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#if !defined(ROPE_HAS_EXCEPTIONS)
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define ROPE_HAS_EXCEPTIONS 1
+#else
+#define ROPE_HAS_EXCEPTIONS 0
+#endif
+#endif
+
+namespace rope {
+
+/// The kinds of cold-path error, as the standard exception they map to.
+enum class error_kind : unsigned char { none = 0, invalid_argument, out_of_range };
+
+/// Called for cold-path errors when exceptions are disabled. Must not return.
+using error_handler = void (*)(error_kind kind, const char* message);
+
+namespace detail {
+
+inline void default_error_handler(error_kind kind, const char* message) {
+  std::fprintf(stderr, "rope: %s: %s\n",
+               kind == error_kind::out_of_range ? "out of range" : "invalid argument", message);
+  std::abort();
+}
+
+inline error_handler& error_handler_slot() noexcept {
+  static error_handler handler = &default_error_handler;
+  return handler;
+}
+
+[[noreturn]] inline void raise(error_kind kind, const std::string& message) {
+#if ROPE_HAS_EXCEPTIONS
+  if (kind == error_kind::out_of_range) throw std::out_of_range(message);
+  throw std::invalid_argument(message);
+#else
+  error_handler_slot()(kind, message.c_str());
+  std::abort();  // a handler that returns is a bug; never continue with bad input
+#endif
+}
+
+}  // namespace detail
+
+/// Installs the handler used for cold-path errors in builds without exceptions and returns
+/// the previous one. Has no effect on builds with exceptions. Not thread safe against a
+/// concurrent error: install it once at start-up.
+inline error_handler set_error_handler(error_handler handler) noexcept {
+  error_handler previous = detail::error_handler_slot();
+  detail::error_handler_slot() = handler ? handler : &detail::default_error_handler;
+  return previous;
+}
+
+}  // namespace rope

@@ -1,0 +1,20 @@
+// rope/rope.hpp: rotary position embeddings (RoPE) for LLM inference engines. Include this.
+//
+//   #include <rope/rope.hpp>
+//   const rope::spec spec = rope::make_spec(128, 128, 1e4, rope::layout::half_split);
+//   auto tab = rope::get_table<float>(spec, /*positions=*/8192);
+//   rope::status st = rope::apply<float, 128>(*tab, rope::packed_heads(q, n_tokens, n_heads, 128),
+//                                             positions);
+//
+// rope/spec.hpp     what a rotation is: layouts, the spec, frequencies, status codes
+// rope/table.hpp    cos/sin tables formed in double, and the shared cache (cold path)
+// rope/apply.hpp    rope::apply and rope::apply_qk (hot path: noexcept, no allocation, no lock)
+// rope/storage.hpp  the storage-type customization point
+#pragma once
+
+#include "rope/apply.hpp"
+#include "rope/config.hpp"
+#include "rope/spec.hpp"
+#include "rope/storage.hpp"
+#include "rope/table.hpp"
+#include "rope/version.hpp"

@@ -1,0 +1,178 @@
+// rope/spec.hpp: what one model's rotation is (rope::spec), its inverse frequencies
+// (rope::frequencies), and the status codes the hot path returns.
+//
+//   rope::spec s = rope::make_spec(/*head_dim=*/128, /*rotary_dim=*/128, /*base=*/1e4,
+//                                  rope::layout::half_split);
+//
+// The rotation convention (RoFormer; HF transformers; shared/rope-formulas.md section 2):
+// pair j of the first rotary_dim coordinates is turned by the angle phi = p * w_j with
+// w_j = base^(-2j/rotary_dim):
+//
+//     (u, v) -> (u cos phi - v sin phi,  u sin phi + v cos phi)
+//
+// Which coordinates form pair j is the layout, and the user must name it: a wrong layout gives
+// plausible but wrong numbers, so there is no default.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rope/config.hpp"
+
+namespace rope {
+
+/// Which two coordinates of the rotary block form pair j (j in [0, rotary_dim/2)).
+enum class layout : unsigned char {
+  /// pair j = (x[2j], x[2j+1]): RoFormer, GPT-J, Meta's original LLaMA checkpoints, ggml NORM.
+  interleaved = 1,
+  /// pair j = (x[j], x[j + rotary_dim/2]): GPT-NeoX, HF Llama/Mistral/Qwen `rotate_half`,
+  /// ggml NEOX.
+  half_split = 2,
+};
+
+/// Forward rotation by +phi, or the inverse (transpose) rotation by -phi.
+enum class direction : unsigned char { forward = 0, inverse = 1 };
+
+/// Largest rotary dimension the library accepts. The hot path keeps one table row on the stack
+/// for compact tables, so the bound is what makes that row's size known.
+inline constexpr int max_rotary_dim = 1024;
+
+inline const char* to_string(layout l) noexcept {
+  switch (l) {
+    case layout::interleaved: return "interleaved";
+    case layout::half_split: return "half_split";
+  }
+  return "unset";
+}
+
+/// One model's rotation. The fields are public for aggregate initialisation; every consumer
+/// (make_spec, table builders, the cache) validates them and throws std::invalid_argument
+/// naming the bad field.
+struct spec {
+  int head_dim = 0;       ///< D: length of one head vector.
+  int rotary_dim = 0;     ///< d: the rotated leading block, even, 2 <= d <= D.
+  double base = 10000.0;  ///< rope_theta, finite and > 1.
+  rope::layout layout{};  ///< no default: the zero value is rejected.
+};
+
+namespace detail {
+
+inline std::string format_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+inline void check_rotary_dim(int rotary_dim, int head_dim) {
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim || rotary_dim > max_rotary_dim)
+    raise(error_kind::invalid_argument,
+          "rotary_dim=" + std::to_string(rotary_dim) + " must be even, >= 2, <= head_dim (" +
+              std::to_string(head_dim) + ") and <= " + std::to_string(max_rotary_dim));
+}
+
+inline void check_base(double base) {
+  if (!(base > 1.0) || !std::isfinite(base))
+    raise(error_kind::invalid_argument,
+          "base=" + format_double(base) + " must be finite and greater than 1");
+}
+
+}  // namespace detail
+
+/// Throws std::invalid_argument naming the first bad field of s.
+inline void validate(const spec& s) {
+  if (s.head_dim <= 0)
+    detail::raise(error_kind::invalid_argument,
+                  "head_dim=" + std::to_string(s.head_dim) + " must be positive");
+  detail::check_rotary_dim(s.rotary_dim, s.head_dim);
+  detail::check_base(s.base);
+  if (s.layout != layout::interleaved && s.layout != layout::half_split)
+    detail::raise(error_kind::invalid_argument,
+                  "layout=" + std::to_string(static_cast<int>(s.layout)) +
+                      " must be layout::interleaved or layout::half_split (there is no default)");
+}
+
+/// A validated spec.
+inline spec make_spec(int head_dim, int rotary_dim, double base, rope::layout l) {
+  spec s{head_dim, rotary_dim, base, l};
+  validate(s);
+  return s;
+}
+
+/// The numbers a table is built from: scaled inverse frequencies w_j (j < rotary_dim/2) and the
+/// attention factor A that multiplies cos and sin (HF convention: the rotated block of q and of
+/// k is each scaled by A, the pass-through block is not). `identity` encodes every parameter
+/// that produced them (method and all its settings); the table cache keys on it together with
+/// the numbers, so two configurations never share a table by accident.
+struct frequencies {
+  int rotary_dim = 0;
+  std::vector<double> inv_freq;
+  double attention_factor = 1.0;
+  std::vector<double> identity;
+  std::string description = "default";
+};
+
+namespace detail {
+
+/// base^(-2j/d) rounded once to double. The exponent 2j/d is not exact in double (d = 6, 80,
+/// 96, ...), and its rounding error is multiplied by ln(base) in the result: evaluating in
+/// long double (where available) keeps w_j within about half an ulp, so the angle p*w_j is off
+/// by no more than |p*w_j| * 2^-53.
+inline double default_inv_freq(double base, std::size_t j, int rotary_dim) {
+  using ld = long double;
+  return static_cast<double>(
+      std::pow(static_cast<ld>(base), -static_cast<ld>(2 * j) / static_cast<ld>(rotary_dim)));
+}
+
+}  // namespace detail
+
+/// w_j = base^(-2j/d), j < d/2. Validates s.
+inline frequencies default_frequencies(const spec& s) {
+  validate(s);
+  frequencies f;
+  f.rotary_dim = s.rotary_dim;
+  const std::size_t pairs = static_cast<std::size_t>(s.rotary_dim / 2);
+  f.inv_freq.resize(pairs);
+  for (std::size_t j = 0; j < pairs; ++j) f.inv_freq[j] = detail::default_inv_freq(s.base, j, s.rotary_dim);
+  f.identity = {0.0 /* method: default */, s.base};
+  return f;
+}
+
+/// Result of a hot-path call. Every error is detected before the first write: on an error
+/// nothing in any output buffer has changed.
+enum class status : unsigned char {
+  ok = 0,
+  null_pointer,           ///< a data or positions pointer is null while there is work to do
+  bad_dimension,          ///< head_dim < rotary_dim, negative count, or Dim != table's rotary_dim
+  bad_stride,             ///< head stride < head_dim, or rows that overlap each other
+  overlapping_buffers,    ///< in and out (or q and k) partially overlap
+  position_out_of_range,  ///< a position < 0 or >= the table's length
+};
+
+/// The standard error category of a status: invalid argument or out of range.
+constexpr error_kind kind(status st) noexcept {
+  return st == status::ok                      ? error_kind::none
+         : st == status::position_out_of_range ? error_kind::out_of_range
+                                               : error_kind::invalid_argument;
+}
+
+inline const char* message(status st) noexcept {
+  switch (st) {
+    case status::ok: return "ok";
+    case status::null_pointer: return "invalid argument: null pointer with a nonzero count";
+    case status::bad_dimension:
+      return "invalid argument: head_dim < rotary_dim, a negative count, or Dim differs from the "
+             "table's rotary_dim";
+    case status::bad_stride:
+      return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
+    case status::overlapping_buffers:
+      return "invalid argument: input and output overlap without being the same buffer";
+    case status::position_out_of_range:
+      return "out of range: a position is negative or not below the table's length";
+  }
+  return "unknown status";
+}
+
+}  // namespace rope

@@ -1,0 +1,422 @@
+// rope/table.hpp: cos/sin tables and the shared table cache (the cold path).
+//
+//   auto tab = rope::get_table<float>(spec, /*positions=*/4096);   // cached, shared, immutable
+//   rope::apply<float, 128>(*tab, position, q);
+//
+// Accuracy contract. For every position p and pair j the angle p * w_j is formed exactly as a
+// double-double (p * w_j = hi + lo via fma), cos and sin are evaluated in double and corrected
+// by lo, multiplied by the attention factor A in double, and rounded once to the table type
+// (float for float and 16-bit storage, double for double storage). A float entry is therefore
+// within 2^-24 * A of A*cos(p*w_j) for every p below the table length, whatever the position:
+// a float32 angle, as HF and ggml form it, is off by ~0.06 rad at p = 1e6.
+//
+// Two storage modes:
+//  - dense: one row per position, ready to use (fastest; 2*rotary_dim*sizeof(Real) bytes per
+//    position for interleaved, half that for half_split).
+//  - compact: two small double tables, coarse angles h*B*w_j and fine angles l*w_j for
+//    p = h*B + l with B = 2^k ~ sqrt(length). The hot path forms the row by the angle-addition
+//    identity in double (two fused multiply-adds per value) and rounds it once, so the entries
+//    meet the same bound. Memory is about 32 * rotary_dim/2 * 2*sqrt(length) bytes: 2 MiB for
+//    rotary_dim 128 and 2^20 positions (a dense float interleaved table would take 1 GiB).
+//  - automatic (default) picks dense while the dense table fits in ROPE_DENSE_TABLE_MAX_BYTES
+//    and compact beyond.
+//
+// Thread safety. A table is immutable after it is built and shared through
+// std::shared_ptr<const table>. The cache is safe to use from any number of threads; a key is
+// built once, and a request for more positions builds a longer table that replaces the cached
+// one without touching the old one, which stays valid for as long as someone holds it.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "rope/config.hpp"
+#include "rope/spec.hpp"
+
+/// Largest dense table (bytes) that table_mode::automatic builds; beyond it a compact table is
+/// built. Define before including rope to change it.
+#ifndef ROPE_DENSE_TABLE_MAX_BYTES
+#define ROPE_DENSE_TABLE_MAX_BYTES (std::size_t{32} << 20)
+#endif
+
+namespace rope {
+
+/// How a table stores its rows (see the file comment).
+enum class table_mode : unsigned char { automatic = 0, dense = 1, compact = 2 };
+
+/// Positions a table can cover: [0, max_table_length).
+inline constexpr std::int64_t max_table_length = std::int64_t{1} << 32;
+
+/// Largest dense table an explicit table_mode::dense request may build.
+inline constexpr std::size_t max_dense_table_bytes = std::size_t{1} << 30;
+
+namespace detail {
+
+struct aligned_free {
+  void operator()(void* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
+};
+
+template <class Real>
+std::unique_ptr<Real[], aligned_free> aligned_array(std::size_t n) {
+  void* p = ::operator new(n * sizeof(Real), std::align_val_t{64});
+  std::memset(p, 0, n * sizeof(Real));
+  return std::unique_ptr<Real[], aligned_free>(static_cast<Real*>(p));
+}
+
+/// cos and sin of the exact product p*w: the product is split into hi + lo (exact, by fma)
+/// and the first-order correction for lo is applied. Explicit fma everywhere keeps the result
+/// identical whatever the compiler's contraction setting.
+inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcept {
+  const double hi = p * w;
+  const double lo = std::fma(p, w, -hi);
+  const double ch = std::cos(hi);
+  const double sh = std::sin(hi);
+  c = std::fma(-sh, lo, ch);
+  s = std::fma(ch, lo, sh);
+}
+
+inline void check_frequencies(const frequencies& f) {
+  detail::check_rotary_dim(f.rotary_dim, f.rotary_dim);
+  if (f.inv_freq.size() != static_cast<std::size_t>(f.rotary_dim / 2))
+    raise(error_kind::invalid_argument,
+          "inv_freq has " + std::to_string(f.inv_freq.size()) + " entries, rotary_dim/2 = " +
+              std::to_string(f.rotary_dim / 2) + " expected");
+  for (std::size_t j = 0; j < f.inv_freq.size(); ++j)
+    if (!(f.inv_freq[j] >= 0.0) || !std::isfinite(f.inv_freq[j]))
+      raise(error_kind::invalid_argument, "inv_freq[" + std::to_string(j) +
+                                              "]=" + format_double(f.inv_freq[j]) +
+                                              " must be finite and >= 0");
+  if (!(f.attention_factor > 0.0) || !std::isfinite(f.attention_factor))
+    raise(error_kind::invalid_argument, "attention_factor=" + format_double(f.attention_factor) +
+                                            " must be finite and > 0");
+}
+
+inline void check_layout(layout l) {
+  if (l != layout::interleaved && l != layout::half_split)
+    raise(error_kind::invalid_argument,
+          "layout=" + std::to_string(static_cast<int>(l)) +
+              " must be layout::interleaved or layout::half_split (there is no default)");
+}
+
+}  // namespace detail
+
+/// An immutable cos/sin table for one set of frequencies, one layout and positions
+/// [0, length()). Real is float (for float, fp16 and bf16 storage) or double.
+///
+/// Row format (what row() returns): 2*m values, C[0..m) then S[0..m), with A = attention factor:
+///  - half_split, m = rotary_dim/2:  C[j] = A cos(p w_j),  S[j] = A sin(p w_j);
+///  - interleaved, m = rotary_dim:   C[2j] = C[2j+1] = A cos(p w_j),
+///                                   S[2j] = -A sin(p w_j), S[2j+1] = A sin(p w_j).
+/// The interleaved row is spread over the pair so that a vector kernel applies it to x with
+/// no shuffle of the table: out = x*C + swap_pairs(x)*S.
+template <class Real>
+class table {
+  static_assert(std::is_same<Real, float>::value || std::is_same<Real, double>::value,
+                "rope::table holds float or double");
+
+ public:
+  using value_type = Real;
+
+  /// Builds a table (cold path; not cached: see table_cache). Throws std::invalid_argument for
+  /// bad frequencies or layout, std::out_of_range for a length outside [1, max_table_length]
+  /// or a dense table larger than max_dense_table_bytes.
+  static std::shared_ptr<const table> build(const frequencies& f, rope::layout l,
+                                            std::int64_t positions,
+                                            table_mode mode = table_mode::automatic) {
+    detail::check_frequencies(f);
+    detail::check_layout(l);
+    if (positions < 1 || positions > max_table_length)
+      detail::raise(error_kind::out_of_range,
+                    "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+    std::shared_ptr<table> t(new table());
+    t->freqs_ = f;
+    t->layout_ = l;
+    t->length_ = positions;
+    t->pairs_ = static_cast<std::size_t>(f.rotary_dim / 2);
+    t->width_ = l == layout::interleaved ? 2 * t->pairs_ : t->pairs_;
+    const std::size_t stride = round_up(2 * t->width_, 64 / sizeof(Real));
+    const double dense_bytes =
+        static_cast<double>(stride) * sizeof(Real) * static_cast<double>(positions);
+    if (mode == table_mode::automatic)
+      mode = dense_bytes <= static_cast<double>(ROPE_DENSE_TABLE_MAX_BYTES) ? table_mode::dense
+                                                                             : table_mode::compact;
+    if (mode == table_mode::dense && dense_bytes > static_cast<double>(max_dense_table_bytes))
+      detail::raise(error_kind::out_of_range,
+                    "positions=" + std::to_string(positions) + " needs a dense table of " +
+                        detail::format_double(dense_bytes) +
+                        " bytes, more than max_dense_table_bytes; use table_mode::compact");
+    t->mode_ = mode;
+    if (mode == table_mode::dense) {
+      t->stride_ = stride;
+      t->build_dense();
+    } else {
+      t->build_compact();
+    }
+    return t;
+  }
+
+  rope::layout layout() const noexcept { return layout_; }
+  int rotary_dim() const noexcept { return freqs_.rotary_dim; }
+  /// Positions [0, length()) are valid.
+  std::int64_t length() const noexcept { return length_; }
+  /// dense or compact (automatic is resolved at build time).
+  table_mode mode() const noexcept { return mode_; }
+  double attention_factor() const noexcept { return freqs_.attention_factor; }
+  const std::vector<double>& inv_freq() const noexcept { return freqs_.inv_freq; }
+  const rope::frequencies& frequencies() const noexcept { return freqs_; }
+  /// m: the number of C (and of S) values in a row.
+  std::size_t row_width() const noexcept { return width_; }
+  /// Heap bytes the table holds for its rows.
+  std::size_t bytes() const noexcept { return bytes_; }
+
+  /// The row of position p (requires 0 <= p < length(); not checked here: rope::apply checks
+  /// positions before it calls this). Dense tables return a pointer into the table; compact
+  /// tables form the row into `scratch` (2*row_width() values) and return it.
+  const Real* row(std::int64_t p, Real* scratch) const noexcept {
+    if (mode_ == table_mode::dense) return dense_.get() + static_cast<std::size_t>(p) * stride_;
+    form_compact_row(static_cast<std::uint64_t>(p), scratch);
+    return scratch;
+  }
+
+ private:
+  table() = default;
+
+  static constexpr std::size_t round_up(std::size_t n, std::size_t k) { return (n + k - 1) / k * k; }
+
+  void put(Real* row, std::size_t j, double c, double s) const noexcept {
+    if (layout_ == layout::interleaved) {
+      row[2 * j] = row[2 * j + 1] = static_cast<Real>(c);
+      row[width_ + 2 * j] = static_cast<Real>(-s);
+      row[width_ + 2 * j + 1] = static_cast<Real>(s);
+    } else {
+      row[j] = static_cast<Real>(c);
+      row[width_ + j] = static_cast<Real>(s);
+    }
+  }
+
+  void build_dense() {
+    const std::size_t n = static_cast<std::size_t>(length_);
+    dense_ = detail::aligned_array<Real>(n * stride_);
+    bytes_ = n * stride_ * sizeof(Real);
+    const double a = freqs_.attention_factor;
+    for (std::size_t p = 0; p < n; ++p) {
+      Real* r = dense_.get() + p * stride_;
+      for (std::size_t j = 0; j < pairs_; ++j) {
+        double c, s;
+        detail::cos_sin_of_product(static_cast<double>(p), freqs_.inv_freq[j], c, s);
+        put(r, j, a * c, a * s);
+      }
+    }
+  }
+
+  // Layout of compact_: [coarse cos | coarse sin | fine cos | fine sin], each (rows x pairs).
+  void build_compact() {
+    const std::uint64_t n = static_cast<std::uint64_t>(length_);
+    unsigned bits = 0;
+    while ((std::uint64_t{1} << bits) < n) ++bits;
+    shift_ = (bits + 1) / 2;
+    const std::uint64_t fine_rows = std::uint64_t{1} << shift_;
+    const std::uint64_t coarse_rows = (n + fine_rows - 1) >> shift_;
+    const std::size_t P = pairs_;
+    compact_ = detail::aligned_array<double>(2 * P * static_cast<std::size_t>(coarse_rows + fine_rows));
+    bytes_ = 2 * P * static_cast<std::size_t>(coarse_rows + fine_rows) * sizeof(double);
+    double* coarse_cos = compact_.get();
+    double* coarse_sin = coarse_cos + P * coarse_rows;
+    double* fine_cos = coarse_sin + P * coarse_rows;
+    double* fine_sin = fine_cos + P * fine_rows;
+    coarse_cos_ = coarse_cos;
+    coarse_sin_ = coarse_sin;
+    fine_cos_ = fine_cos;
+    fine_sin_ = fine_sin;
+    const double a = freqs_.attention_factor;
+    for (std::uint64_t h = 0; h < coarse_rows; ++h)
+      for (std::size_t j = 0; j < P; ++j) {
+        double c, s;
+        detail::cos_sin_of_product(static_cast<double>(h << shift_), freqs_.inv_freq[j], c, s);
+        coarse_cos[h * P + j] = a * c;  // A rides on the coarse half: one factor per product
+        coarse_sin[h * P + j] = a * s;
+      }
+    for (std::uint64_t l = 0; l < fine_rows; ++l)
+      for (std::size_t j = 0; j < P; ++j) {
+        double c, s;
+        detail::cos_sin_of_product(static_cast<double>(l), freqs_.inv_freq[j], c, s);
+        fine_cos[l * P + j] = c;
+        fine_sin[l * P + j] = s;
+      }
+  }
+
+  // cos(a+b) = cos a cos b - sin a sin b, sin(a+b) = sin a cos b + cos a sin b, in double with
+  // explicit fma (the same bits whatever the compiler flags), rounded once to Real.
+  void form_compact_row(std::uint64_t p, Real* out) const noexcept {
+    const std::size_t P = pairs_;
+    const std::size_t h = static_cast<std::size_t>(p >> shift_);
+    const std::size_t l = static_cast<std::size_t>(p & ((std::uint64_t{1} << shift_) - 1));
+    const double* cc = coarse_cos_ + h * P;
+    const double* cs = coarse_sin_ + h * P;
+    const double* fc = fine_cos_ + l * P;
+    const double* fs = fine_sin_ + l * P;
+    for (std::size_t j = 0; j < P; ++j) {
+      const double c = std::fma(cc[j], fc[j], -(cs[j] * fs[j]));
+      const double s = std::fma(cs[j], fc[j], cc[j] * fs[j]);
+      put(out, j, c, s);
+    }
+  }
+
+  rope::frequencies freqs_;
+  rope::layout layout_{};
+  table_mode mode_ = table_mode::dense;
+  std::int64_t length_ = 0;
+  std::size_t pairs_ = 0;
+  std::size_t width_ = 0;
+  std::size_t stride_ = 0;
+  std::size_t bytes_ = 0;
+  unsigned shift_ = 0;
+  std::unique_ptr<Real[], detail::aligned_free> dense_;
+  std::unique_ptr<double[], detail::aligned_free> compact_;
+  const double* coarse_cos_ = nullptr;
+  const double* coarse_sin_ = nullptr;
+  const double* fine_cos_ = nullptr;
+  const double* fine_sin_ = nullptr;
+};
+
+/// A thread-safe cache of tables keyed by everything that changes their numbers: the table
+/// type, layout, mode, rotary_dim, every inverse frequency and the attention factor (bit for
+/// bit), and the identity of the method that produced them (its name and every parameter).
+/// get() hands out shared handles; asking for more positions than the cached table has builds
+/// a longer one (at least twice as long, so a decode loop that grows by one token rebuilds
+/// O(log n) times) and caches it, while handles to the shorter one stay valid.
+/// Building happens under a per-key lock: other keys are not blocked, and a key is built once
+/// however many threads ask for it at the same time.
+class table_cache {
+ public:
+  table_cache() = default;
+  table_cache(const table_cache&) = delete;
+  table_cache& operator=(const table_cache&) = delete;
+
+  /// The process-wide cache used by rope::get_table.
+  static table_cache& global() {
+    static table_cache cache;
+    return cache;
+  }
+
+  template <class Real>
+  std::shared_ptr<const table<Real>> get(const frequencies& f, rope::layout l,
+                                         std::int64_t positions,
+                                         table_mode mode = table_mode::automatic) {
+    detail::check_frequencies(f);
+    detail::check_layout(l);
+    if (positions < 1 || positions > max_table_length)
+      detail::raise(error_kind::out_of_range,
+                    "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+    const std::shared_ptr<slot> s = find_slot(make_key(f, l, mode, sizeof(Real)));
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (s->current && s->length >= positions)
+      return std::static_pointer_cast<const table<Real>>(s->current);
+    std::int64_t length = positions;
+    if (s->current) {
+      const std::int64_t doubled = s->length > max_table_length / 2 ? max_table_length : 2 * s->length;
+      if (doubled > length) length = doubled;
+    }
+    std::shared_ptr<const table<Real>> t;
+    try_build(t, f, l, length, positions, mode);
+    builds_.fetch_add(1, std::memory_order_relaxed);
+    s->current = t;
+    s->length = t->length();
+    return t;
+  }
+
+  /// The default (unscaled) frequencies of s. Validates s.
+  template <class Real>
+  std::shared_ptr<const table<Real>> get(const spec& s, std::int64_t positions,
+                                         table_mode mode = table_mode::automatic) {
+    return get<Real>(default_frequencies(s), s.layout, positions, mode);
+  }
+
+  /// Number of tables this cache has built (each growth counts once).
+  std::uint64_t builds() const noexcept { return builds_.load(std::memory_order_relaxed); }
+
+  /// Number of keys held.
+  std::size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return slots_.size();
+  }
+
+  /// Drops every cached table (handles held elsewhere stay valid).
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slots_.clear();
+  }
+
+ private:
+  struct slot {
+    std::mutex mutex;
+    std::shared_ptr<const void> current;
+    std::int64_t length = 0;
+  };
+  using key = std::vector<std::uint64_t>;
+
+  static std::uint64_t bits(double v) noexcept {
+    std::uint64_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+  }
+
+  static key make_key(const frequencies& f, rope::layout l, table_mode mode, std::size_t real_size) {
+    key k;
+    k.reserve(6 + f.inv_freq.size() + f.identity.size());
+    k.push_back(real_size);
+    k.push_back(static_cast<std::uint64_t>(l));
+    k.push_back(static_cast<std::uint64_t>(mode));
+    k.push_back(static_cast<std::uint64_t>(f.rotary_dim));
+    k.push_back(bits(f.attention_factor));
+    for (double w : f.inv_freq) k.push_back(bits(w));
+    k.push_back(f.identity.size());
+    for (double v : f.identity) k.push_back(bits(v));
+    return k;
+  }
+
+  std::shared_ptr<slot> find_slot(key k) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_ptr<slot>& s = slots_[std::move(k)];
+    if (!s) s = std::make_shared<slot>();
+    return s;
+  }
+
+  // A doubled length may exceed what an explicit dense table allows even though the request
+  // itself fits: then build exactly what was asked.
+  template <class Real>
+  static void try_build(std::shared_ptr<const table<Real>>& t, const frequencies& f,
+                        rope::layout l, std::int64_t length, std::int64_t positions,
+                        table_mode mode) {
+    if (mode == table_mode::dense && length > positions) {
+      const double row_bytes = static_cast<double>(f.rotary_dim) * 2.0 * sizeof(Real) + 64.0;
+      if (row_bytes * static_cast<double>(length) > static_cast<double>(max_dense_table_bytes))
+        length = positions;
+    }
+    t = table<Real>::build(f, l, length, mode);
+  }
+
+  mutable std::mutex mutex_;
+  std::map<key, std::shared_ptr<slot>> slots_;
+  std::atomic<std::uint64_t> builds_{0};
+};
+
+/// A table from the process-wide cache for the default (unscaled) frequencies of s, covering
+/// at least `positions` positions. Validates s (std::invalid_argument naming the field).
+template <class Real>
+std::shared_ptr<const table<Real>> get_table(const spec& s, std::int64_t positions,
+                                             table_mode mode = table_mode::automatic) {
+  return table_cache::global().get<Real>(s, positions, mode);
+}
+
+}  // namespace rope

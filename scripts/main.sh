@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main job: Release build, the quickstart example, then the per-head-dimension benchmark
+# (both layouts, decode and prefill, with the stream baseline) and its summary table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh cmake make g++ libeigen3-dev libgtest-dev libbenchmark-dev
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DROPE_BUILD_TESTS=OFF
+cmake --build build/release -j"$(nproc)" --target quickstart apply_bench
+./build/release/examples/quickstart
+./build/release/benchmarks/apply_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"

@@ -1,0 +1,114 @@
+// The shared table cache under many threads: each key built once, outputs bitwise equal to
+// the single-threaded ones, and a table that grows never moves under a reader.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <rope/rope.hpp>
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+struct key_case {
+  rope::spec spec;
+  bool use_double;
+  double attention_factor;
+};
+
+// 8 keys, each differing from the first in one parameter.
+std::vector<key_case> keys() {
+  const rope::spec a = rope::make_spec(64, 64, 1e4, rope::layout::half_split);
+  std::vector<key_case> k(8, key_case{a, false, 1.0});
+  k[1].spec.base = 5e5;
+  k[2].spec.rotary_dim = 32;
+  k[3].spec.layout = rope::layout::interleaved;
+  k[4].use_double = true;
+  k[5].attention_factor = 1.1;
+  k[6].spec.base = 1e6;
+  k[7].spec.rotary_dim = 16;
+  return k;
+}
+
+rope::frequencies freqs(const key_case& k) {
+  rope::frequencies f = rope::default_frequencies(k.spec);
+  f.attention_factor = k.attention_factor;
+  return f;
+}
+
+constexpr std::int64_t kLen = 2048;
+
+std::vector<double> run_once(rope::table_cache& cache, const key_case& k, std::int64_t p) {
+  std::vector<double> out(64);
+  for (std::size_t i = 0; i < 64; ++i) out[i] = 0.01 * static_cast<double>(i) - 0.3;
+  if (k.use_double) {
+    auto t = cache.get<double>(freqs(k), k.spec.layout, kLen);
+    EXPECT_EQ(rope::apply<double>(*t, p, out.data()), rope::status::ok);
+  } else {
+    std::vector<float> x(out.begin(), out.end());
+    auto t = cache.get<float>(freqs(k), k.spec.layout, kLen);
+    EXPECT_EQ(rope::apply<float>(*t, p, x.data()), rope::status::ok);
+    out.assign(x.begin(), x.end());
+  }
+  return out;
+}
+
+TEST(CacheThreads, SixteenThreadsEachKeyBuiltOnceOutputsBitwiseEqual) {
+  const auto ks = keys();
+  std::vector<std::vector<std::vector<double>>> expected(ks.size());
+  {
+    rope::table_cache single;
+    for (std::size_t i = 0; i < ks.size(); ++i)
+      for (std::int64_t p = 0; p < 16; ++p) expected[i].push_back(run_once(single, ks[i], p * 127));
+  }
+  rope::table_cache shared;
+  const int threads = env_int("ROPE_STRESS_THREADS", 16);
+  const int iters = env_int("ROPE_STRESS_ITERS", 3000);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < iters; ++i) {
+        const std::size_t key = static_cast<std::size_t>(t + i) % ks.size();
+        const std::int64_t p = (t * 7 + i) % 16;
+        if (run_once(shared, ks[key], p * 127) != expected[key][static_cast<std::size_t>(p)]) ++mismatches;
+      }
+    });
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(shared.builds(), ks.size()) << "each key is built exactly once";
+  EXPECT_EQ(shared.size(), ks.size());
+}
+
+TEST(CacheThreads, GrowingTableNeverMovesUnderReaders) {
+  rope::table_cache cache;
+  const rope::spec sp = rope::make_spec(32, 32, 1e4, rope::layout::interleaved);
+  auto first = cache.get<float>(sp, 64);
+  const std::vector<float> row(first->row(63, nullptr), first->row(63, nullptr) + 2 * first->row_width());
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 8; ++r)
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        auto held = cache.get<float>(sp, 64);  // whatever is current: at least 64 long
+        if (std::memcmp(held->row(63, nullptr), row.data(), row.size() * sizeof(float)) != 0) ++bad;
+        if (std::memcmp(first->row(63, nullptr), row.data(), row.size() * sizeof(float)) != 0) ++bad;
+      }
+    });
+  for (std::int64_t n = 128; n <= (1 << 16); n *= 2) (void)cache.get<float>(sp, n);
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(first->length(), 64);
+}
+
+}  // namespace

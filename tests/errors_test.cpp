@@ -1,0 +1,190 @@
+// Bad input: the exact error, and nothing written (shared/testing.md, "Bad input").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <rope/rope.hpp>
+
+namespace {
+
+constexpr float kCanary = 7777.25f;
+
+// Expects `f` to throw E whose message contains `needle`.
+template <class E, class F>
+void expect_throw_naming(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected one naming '" << needle << "'";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  } catch (...) {
+    ADD_FAILURE() << "wrong exception type; expected one naming '" << needle << "'";
+  }
+}
+
+TEST(ColdPath, BadRotaryDimIsInvalidArgumentNamingIt) {
+  for (int d : {7, 0, -2, 130, 2048})
+    expect_throw_naming<std::invalid_argument>(
+        [&] { (void)rope::make_spec(128, d, 1e4, rope::layout::half_split); },
+        "rotary_dim=" + std::to_string(d));
+  expect_throw_naming<std::invalid_argument>(
+      [] { (void)rope::make_spec(0, 0, 1e4, rope::layout::half_split); }, "head_dim=0");
+}
+
+TEST(ColdPath, BadBaseIsInvalidArgumentNamingIt) {
+  for (double b : {1.0, 0.5, -3.0, std::numeric_limits<double>::quiet_NaN(),
+                   std::numeric_limits<double>::infinity()})
+    expect_throw_naming<std::invalid_argument>(
+        [&] { (void)rope::make_spec(64, 64, b, rope::layout::interleaved); }, "base=");
+}
+
+TEST(ColdPath, LayoutHasNoDefault) {
+  rope::spec s;
+  s.head_dim = 64;
+  s.rotary_dim = 64;
+  expect_throw_naming<std::invalid_argument>([&] { rope::validate(s); }, "layout");
+  expect_throw_naming<std::invalid_argument>([&] { (void)rope::get_table<float>(s, 10); }, "layout");
+}
+
+TEST(ColdPath, TableLengthOutOfRange) {
+  const rope::spec s = rope::make_spec(64, 64, 1e4, rope::layout::interleaved);
+  expect_throw_naming<std::out_of_range>([&] { (void)rope::get_table<float>(s, 0); }, "positions=0");
+  expect_throw_naming<std::out_of_range>(
+      [&] { (void)rope::get_table<float>(s, (std::int64_t{1} << 32) + 1); }, "positions=");
+  expect_throw_naming<std::out_of_range>(
+      [&] { (void)rope::get_table<float>(s, std::int64_t{1} << 30, rope::table_mode::dense); }, "dense");
+}
+
+TEST(ColdPath, BadFrequenciesNamed) {
+  rope::frequencies f = rope::default_frequencies(rope::make_spec(8, 8, 1e4, rope::layout::half_split));
+  f.inv_freq[2] = std::numeric_limits<double>::quiet_NaN();
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); }, "inv_freq[2]");
+  f = rope::default_frequencies(rope::make_spec(8, 8, 1e4, rope::layout::half_split));
+  f.attention_factor = 0;
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); }, "attention_factor");
+}
+
+// Hot path fixture: a packed [T=4, H=2, D=64] input and a canary-filled output.
+struct HotPath : ::testing::Test {
+  static constexpr std::ptrdiff_t T = 4, H = 2, D = 64;
+  std::shared_ptr<const rope::table<float>> tab =
+      rope::get_table<float>(rope::make_spec(D, 32, 1e4, rope::layout::half_split), 100);
+  std::vector<float> in = std::vector<float>(T * H * D, 0.5f);
+  std::vector<float> out = std::vector<float>(T * H * D + 64, kCanary);
+  std::vector<std::int64_t> pos = {0, 1, 2, 3};
+
+  rope::heads_view<const float> in_view() const { return rope::packed_heads<const float>(in.data(), T, H, D); }
+  rope::heads_view<float> out_view() { return rope::packed_heads(out.data(), T, H, D); }
+  void expect_out_untouched() {
+    for (float v : out) ASSERT_EQ(v, kCanary);
+  }
+  void expect_in_untouched() {
+    for (float v : in) ASSERT_EQ(v, 0.5f);
+  }
+};
+
+TEST_F(HotPath, PositionOutOfRangeWritesNothing) {
+  for (std::int64_t bad : {std::int64_t{-1}, std::int64_t{100}, std::int64_t{1} << 40}) {
+    pos[3] = bad;  // the last token: nothing of the first three may be written either
+    EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_view(), pos.data()), rope::status::position_out_of_range);
+    EXPECT_EQ(rope::kind(rope::status::position_out_of_range), rope::error_kind::out_of_range);
+    expect_out_untouched();
+    EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads(in.data(), T, H, D), pos.data()),
+              rope::status::position_out_of_range);
+    expect_in_untouched();
+  }
+  float x[64] = {};
+  EXPECT_EQ(rope::apply<float>(*tab, -5, x), rope::status::position_out_of_range);
+}
+
+TEST_F(HotPath, NullPointersWithWorkAreRefused) {
+  EXPECT_EQ(rope::apply<float>(*tab, rope::heads_view<const float>{nullptr, T, H, D, H * D, D}, out_view(), pos.data()),
+            rope::status::null_pointer);
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), rope::heads_view<float>{nullptr, T, H, D, H * D, D}, pos.data()),
+            rope::status::null_pointer);
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_view(), static_cast<const std::int64_t*>(nullptr)),
+            rope::status::null_pointer);
+  EXPECT_EQ(rope::apply<float>(*tab, 0, static_cast<float*>(nullptr)), rope::status::null_pointer);
+  EXPECT_EQ(rope::kind(rope::status::null_pointer), rope::error_kind::invalid_argument);
+  expect_out_untouched();
+}
+
+TEST_F(HotPath, ZeroTokensOrHeadsIsNoOpSuccess) {
+  EXPECT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{nullptr, 0, H, D, H * D, D},
+                               static_cast<const std::int64_t*>(nullptr)),
+            rope::status::ok);
+  EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), T, 0, D),
+                               rope::packed_heads(out.data(), T, 0, D), pos.data()),
+            rope::status::ok);
+  expect_out_untouched();
+}
+
+TEST_F(HotPath, HeadStrideBelowHeadDimOrOverlappingTokensAreRefused) {
+  rope::heads_view<float> bad_heads{out.data(), T, H, D, H * D, D - 1};
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), bad_heads, pos.data()), rope::status::bad_stride);
+  rope::heads_view<float> bad_tokens{out.data(), T, H, D, D, D};  // token t's head 1 = token t+1's head 0
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), bad_tokens, pos.data()), rope::status::bad_stride);
+  rope::heads_view<float> negative{out.data(), T, H, D, -H * D, D};
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), negative, pos.data()), rope::status::bad_stride);
+  expect_out_untouched();
+}
+
+TEST_F(HotPath, ShapeMismatchesAreRefused) {
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), rope::packed_heads(out.data(), T, H, 16), pos.data()),
+            rope::status::bad_dimension);  // head_dim 16 < rotary_dim 32
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), rope::packed_heads(out.data(), T - 1, H, D), pos.data()),
+            rope::status::bad_dimension);
+  EXPECT_EQ((rope::apply<float, 64>(*tab, in_view(), out_view(), pos.data())), rope::status::bad_dimension);
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), rope::heads_view<float>{out.data(), -1, H, D, H * D, D}, pos.data()),
+            rope::status::bad_dimension);
+  expect_out_untouched();
+}
+
+TEST_F(HotPath, PartialOverlapIsRefusedExactAliasIsInPlace) {
+  std::vector<float> buf(T * H * D + 8, 0.25f);
+  const std::vector<float> before = buf;
+  auto src = rope::packed_heads<const float>(buf.data(), T, H, D);
+  auto shifted = rope::packed_heads(buf.data() + 3, T, H, D);
+  EXPECT_EQ(rope::apply<float>(*tab, src, shifted, pos.data()), rope::status::overlapping_buffers);
+  EXPECT_EQ(0, std::memcmp(buf.data(), before.data(), buf.size() * sizeof(float)));
+  auto same = rope::packed_heads(buf.data(), T, H, D);
+  EXPECT_EQ(rope::apply<float>(*tab, src, same, pos.data()), rope::status::ok);
+  // same pointer, other strides: overlapping, not in place
+  rope::heads_view<float> restrided{buf.data(), T, H, D, H * D, D};
+  restrided.n_tokens = 2;
+  restrided.token_stride = 2 * H * D;
+  auto src2 = rope::packed_heads<const float>(buf.data(), 2, H, D);
+  const std::vector<float> before2 = buf;
+  EXPECT_EQ(rope::apply<float>(*tab, src2, restrided, pos.data()), rope::status::overlapping_buffers);
+  EXPECT_EQ(0, std::memcmp(buf.data(), before2.data(), buf.size() * sizeof(float)));
+}
+
+TEST_F(HotPath, OverlappingQAndKAreRefused) {
+  std::vector<float> buf(T * H * D * 2, 0.5f);
+  const std::vector<float> before = buf;
+  auto q = rope::packed_heads(buf.data(), T, H, D);
+  auto k = rope::packed_heads(buf.data() + D, T, H, D);
+  EXPECT_EQ(rope::apply_qk<float>(*tab, q, k, pos.data()), rope::status::overlapping_buffers);
+  pos[0] = -1;
+  auto k_ok = rope::packed_heads(buf.data() + T * H * D, T, H, D);
+  EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_ok, pos.data()), rope::status::position_out_of_range);
+  EXPECT_EQ(0, std::memcmp(buf.data(), before.data(), buf.size() * sizeof(float)));
+}
+
+TEST(Status, EveryCodeHasAMessageAndKind) {
+  for (rope::status s : {rope::status::null_pointer, rope::status::bad_dimension, rope::status::bad_stride,
+                         rope::status::overlapping_buffers})
+    EXPECT_EQ(rope::kind(s), rope::error_kind::invalid_argument) << rope::message(s);
+  EXPECT_EQ(rope::kind(rope::status::ok), rope::error_kind::none);
+  EXPECT_NE(std::string(rope::message(rope::status::position_out_of_range)).find("out of range"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,158 @@
+// Tables: entries against long double cos/sin, both storage modes, growth and the cache keys.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <rope/table.hpp>
+
+#include "oracle.hpp"
+
+namespace {
+
+using ld = long double;
+constexpr ld kU = 0x1p-24L;
+
+std::vector<std::int64_t> sampled_positions(std::int64_t limit) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t i = 0; i < 1024 && i < limit; ++i) p.push_back(i);
+  for (int k = 10; (std::int64_t{1} << k) < limit; ++k)
+    for (std::int64_t d = -1; d <= 1; ++d)
+      if ((std::int64_t{1} << k) + d < limit) p.push_back((std::int64_t{1} << k) + d);
+  std::mt19937_64 gen(99);
+  for (int i = 0; i < 2000; ++i) p.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(limit)));
+  return p;
+}
+
+// Largest |entry - A cos| and |entry - A sin| over the sampled positions, in units of 2^-24.
+template <class Real>
+ld max_entry_error(const rope::table<Real>& tab, const std::vector<ld>& w, ld a,
+                   const std::vector<std::int64_t>& positions) {
+  const std::size_t P = w.size(), m = tab.row_width();
+  std::vector<Real> scratch(2 * m);
+  ld worst = 0;
+  for (std::int64_t p : positions) {
+    const Real* row = tab.row(p, scratch.data());
+    for (std::size_t j = 0; j < P; ++j) {
+      const ld phi = static_cast<ld>(p) * w[j];
+      const ld c = a * std::cos(phi), s = a * std::sin(phi);
+      Real gc, gs;
+      if (tab.layout() == rope::layout::interleaved) {
+        gc = row[2 * j];
+        gs = row[m + 2 * j + 1];
+        EXPECT_EQ(row[2 * j], row[2 * j + 1]);
+        EXPECT_EQ(row[m + 2 * j], -row[m + 2 * j + 1]);
+      } else {
+        gc = row[j];
+        gs = row[m + j];
+      }
+      worst = std::max({worst, std::fabs(gc - c) / kU, std::fabs(gs - s) / kU});
+    }
+  }
+  return worst;
+}
+
+TEST(Table, FloatEntriesWithinOneUnitUpTo2To24) {
+  const std::int64_t n = (std::int64_t{1} << 24) + 1;
+  const auto positions = sampled_positions(n);
+  for (double base : {1e4, 5e5, 1e6, 1e7})
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+      const rope::spec sp = rope::make_spec(128, 128, base, l);
+      const auto w = oracle::inv_freq(base, 128);
+      auto compact = rope::table<float>::build(rope::default_frequencies(sp), l, n, rope::table_mode::compact);
+      EXPECT_EQ(compact->mode(), rope::table_mode::compact);
+      EXPECT_LE(max_entry_error(*compact, w, 1, positions), 1.0L) << "compact base " << base;
+      auto dense = rope::table<float>::build(rope::default_frequencies(sp), l, 1 << 15, rope::table_mode::dense);
+      EXPECT_LE(max_entry_error(*dense, w, 1, sampled_positions(1 << 15)), 1.0L) << "dense base " << base;
+    }
+}
+
+TEST(Table, PositionZeroIsExactlyCosOneSinZero) {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
+      auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(64, 64, 1e4, l)), l, 1000, mode);
+      std::vector<float> scratch(2 * tab->row_width());
+      const float* row = tab->row(0, scratch.data());
+      for (std::size_t i = 0; i < tab->row_width(); ++i) {
+        EXPECT_EQ(row[i], 1.0f);
+        EXPECT_EQ(row[tab->row_width() + i], 0.0f);
+      }
+    }
+}
+
+TEST(Table, AttentionFactorScalesEntries) {
+  rope::frequencies f = rope::default_frequencies(rope::make_spec(32, 32, 1e4, rope::layout::half_split));
+  f.attention_factor = 1.25;
+  auto tab = rope::table<float>::build(f, rope::layout::half_split, 5000);
+  EXPECT_LE(max_entry_error(*tab, oracle::inv_freq(1e4, 32), 1.25L, sampled_positions(5000)), 1.25L);
+}
+
+TEST(Table, DefaultFrequenciesMatchFormula) {
+  const auto f = rope::default_frequencies(rope::make_spec(80, 20, 1e4, rope::layout::half_split));
+  ASSERT_EQ(f.inv_freq.size(), 10u);
+  for (std::size_t j = 0; j < 10; ++j)
+    EXPECT_NEAR(f.inv_freq[j], static_cast<double>(std::pow(1e4L, -static_cast<ld>(2 * j) / 20)), 1e-15 * f.inv_freq[j]);
+}
+
+TEST(Table, AutomaticModePicksCompactForLongContexts) {
+  const rope::spec sp = rope::make_spec(128, 128, 1e4, rope::layout::half_split);
+  auto small = rope::table<float>::build(rope::default_frequencies(sp), sp.layout, 4096);
+  EXPECT_EQ(small->mode(), rope::table_mode::dense);
+  auto big = rope::table<float>::build(rope::default_frequencies(sp), sp.layout, std::int64_t{1} << 20);
+  EXPECT_EQ(big->mode(), rope::table_mode::compact);
+  EXPECT_LE(big->bytes(), std::size_t{4} << 20) << "2^20 positions at head dim 128 in <= 4 MiB";
+}
+
+TEST(Cache, SameKeySameTableDifferentKeysDifferentTables) {
+  rope::table_cache cache;
+  const rope::spec a = rope::make_spec(128, 128, 1e4, rope::layout::half_split);
+  rope::spec b = a;
+  b.base = 1e6;
+  rope::spec c = a;
+  c.layout = rope::layout::interleaved;
+  rope::spec d = a;
+  d.rotary_dim = 64;
+  rope::spec e = a;
+  e.head_dim = 256;  // head_dim does not change the numbers: same table
+  auto ta = cache.get<float>(a, 100);
+  EXPECT_EQ(ta, cache.get<float>(a, 100));
+  EXPECT_EQ(ta, cache.get<float>(e, 50));
+  EXPECT_NE(static_cast<const void*>(ta.get()), static_cast<const void*>(cache.get<double>(a, 100).get()));
+  EXPECT_NE(ta, cache.get<float>(b, 100));
+  EXPECT_NE(ta, cache.get<float>(c, 100));
+  EXPECT_NE(ta, cache.get<float>(d, 100));
+  EXPECT_EQ(cache.builds(), 5u);
+  EXPECT_EQ(cache.size(), 5u);
+}
+
+TEST(Cache, GrowingKeepsOldHandlesValid) {
+  rope::table_cache cache;
+  const rope::spec sp = rope::make_spec(64, 64, 1e4, rope::layout::interleaved);
+  auto small = cache.get<float>(sp, 100);
+  const std::vector<float> row99(small->row(99, nullptr), small->row(99, nullptr) + 2 * small->row_width());
+  auto big = cache.get<float>(sp, 1000);
+  EXPECT_NE(small, big);
+  EXPECT_GE(big->length(), 1000);
+  EXPECT_EQ(small->length(), 100);
+  for (std::size_t i = 0; i < row99.size(); ++i) {
+    EXPECT_EQ(small->row(99, nullptr)[i], row99[i]);
+    EXPECT_EQ(big->row(99, nullptr)[i], row99[i]);
+  }
+  // Asking for fewer positions hands out the long table; growth at least doubles.
+  EXPECT_EQ(cache.get<float>(sp, 10), big);
+  auto bigger = cache.get<float>(sp, 1001);
+  EXPECT_GE(bigger->length(), 2000);
+  EXPECT_EQ(cache.builds(), 3u);
+}
+
+TEST(Cache, IdentityDistinguishesMethodsWithEqualNumbers) {
+  rope::table_cache cache;
+  rope::frequencies f = rope::default_frequencies(rope::make_spec(16, 16, 1e4, rope::layout::half_split));
+  rope::frequencies g = f;
+  g.identity.push_back(32.0);  // e.g. a scaling parameter that happens not to change the numbers
+  EXPECT_NE(cache.get<float>(f, rope::layout::half_split, 10), cache.get<float>(g, rope::layout::half_split, 10));
+}
+
+}  // namespace
