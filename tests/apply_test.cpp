@@ -132,6 +132,25 @@ std::vector<T> rotate_both_ways(const rope::table<T>& tab, const std::vector<T>&
   return out;
 }
 
+// One configuration in storage type T: a compact table over every position and a dense table
+// over 0..4095, each out of place and in place, against the oracle.
+template <class T>
+void check_config(const rope::frequencies& f, rope::layout l, const std::vector<std::int64_t>& pos,
+                  const oracle_table& ot, const std::vector<ld>& w, int heads, int head_dim,
+                  int rotary_dim, std::uint64_t seed) {
+  const std::size_t n = pos.size();
+  const std::vector<T> x = random_vector<T>(n * static_cast<std::size_t>(heads * head_dim), seed);
+  const char* type = std::is_same<T, float>::value ? "float" : "double";
+  auto compact = rope::table<T>::build(f, l, kBig, rope::table_mode::compact);
+  auto out = rotate_both_ways(*compact, x, pos.data(), static_cast<std::ptrdiff_t>(n), heads, head_dim);
+  const worst wc = check_against_oracle(x, out, pos, n, ot, w, heads, head_dim, rotary_dim, l);
+  EXPECT_LE(wc.ratio, 1.0L) << type << " compact, worst at " << wc.where;
+  auto dense = rope::table<T>::build(f, l, 4096, rope::table_mode::dense);
+  out = rotate_both_ways(*dense, x, pos.data(), 4096, heads, head_dim);
+  const worst wd = check_against_oracle(x, out, pos, 4096, ot, w, heads, head_dim, rotary_dim, l);
+  EXPECT_LE(wd.ratio, 1.0L) << type << " dense, worst at " << wd.where;
+}
+
 class OracleGrid : public ::testing::TestWithParam<std::tuple<int, rope::layout>> {};
 
 TEST_P(OracleGrid, FloatAndDoubleWithinBoundAtEveryPosition) {
@@ -139,7 +158,6 @@ TEST_P(OracleGrid, FloatAndDoubleWithinBoundAtEveryPosition) {
   const rope::layout l = std::get<1>(GetParam());
   const std::vector<std::int64_t> pos = grid_positions();
   const int heads = 2;
-  const std::size_t n = pos.size();
   for (int rotary_dim : rotary_variants(head_dim)) {
     const bool full = rotary_dim == head_dim;
     const std::vector<double> bases = full ? std::vector<double>{1e4, 5e5, 1e6, 1e7} : std::vector<double>{1e4};
@@ -151,32 +169,11 @@ TEST_P(OracleGrid, FloatAndDoubleWithinBoundAtEveryPosition) {
       const rope::frequencies f = rope::default_frequencies(sp);
       const std::vector<ld> w = oracle::inv_freq(base, rotary_dim);
       const oracle_table ot(pos, w);
-      const std::size_t elems = n * static_cast<std::size_t>(heads * head_dim);
       const auto seed = static_cast<std::uint64_t>(head_dim * 1000 + rotary_dim) ^ static_cast<std::uint64_t>(base);
-      const std::ptrdiff_t nt = static_cast<std::ptrdiff_t>(n);
 
-      {  // float: compact table over every position, dense table over 0..4095
-        const std::vector<float> x = random_vector<float>(elems, seed);
-        auto compact = rope::table<float>::build(f, l, kBig, rope::table_mode::compact);
-        auto out = rotate_both_ways(*compact, x, pos.data(), nt, heads, head_dim);
-        worst wc = check_against_oracle(x, out, pos, n, ot, w, heads, head_dim, rotary_dim, l);
-        EXPECT_LE(wc.ratio, 1.0L) << "float compact, worst at " << wc.where;
-        auto dense = rope::table<float>::build(f, l, 4096, rope::table_mode::dense);
-        out = rotate_both_ways(*dense, x, pos.data(), 4096, heads, head_dim);
-        worst wd = check_against_oracle(x, out, pos, 4096, ot, w, heads, head_dim, rotary_dim, l);
-        EXPECT_LE(wd.ratio, 1.0L) << "float dense, worst at " << wd.where;
-      }
-      if (full && (base == 1e4 || base == 1e6)) {  // double
-        const std::vector<double> x = random_vector<double>(elems, seed);
-        auto compact = rope::table<double>::build(f, l, kBig, rope::table_mode::compact);
-        auto out = rotate_both_ways(*compact, x, pos.data(), nt, heads, head_dim);
-        worst wc = check_against_oracle(x, out, pos, n, ot, w, heads, head_dim, rotary_dim, l);
-        EXPECT_LE(wc.ratio, 1.0L) << "double compact, worst at " << wc.where;
-        auto dense = rope::table<double>::build(f, l, 4096, rope::table_mode::dense);
-        out = rotate_both_ways(*dense, x, pos.data(), 4096, heads, head_dim);
-        worst wd = check_against_oracle(x, out, pos, 4096, ot, w, heads, head_dim, rotary_dim, l);
-        EXPECT_LE(wd.ratio, 1.0L) << "double dense, worst at " << wd.where;
-      }
+      check_config<float>(f, l, pos, ot, w, heads, head_dim, rotary_dim, seed);
+      if (full && (base == 1e4 || base == 1e6))
+        check_config<double>(f, l, pos, ot, w, heads, head_dim, rotary_dim, seed);
     }
   }
 }

@@ -101,6 +101,16 @@ inline void check_frequencies(const frequencies& f) {
                                             " must be finite and > 0");
 }
 
+inline void check_layout(layout l);
+
+inline void check_request(const frequencies& f, layout l, std::int64_t positions) {
+  check_frequencies(f);
+  check_layout(l);
+  if (positions < 1 || positions > max_table_length)
+    raise(error_kind::out_of_range,
+          "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+}
+
 inline void check_layout(layout l) {
   if (l != layout::interleaved && l != layout::half_split)
     raise(error_kind::invalid_argument,
@@ -133,11 +143,7 @@ class table {
   static std::shared_ptr<const table> build(const frequencies& f, rope::layout l,
                                             std::int64_t positions,
                                             table_mode mode = table_mode::automatic) {
-    detail::check_frequencies(f);
-    detail::check_layout(l);
-    if (positions < 1 || positions > max_table_length)
-      detail::raise(error_kind::out_of_range,
-                    "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+    detail::check_request(f, l, positions);
     std::shared_ptr<table> t(new table());
     t->freqs_ = f;
     t->layout_ = l;
@@ -313,11 +319,7 @@ class table_cache {
   std::shared_ptr<const table<Real>> get(const frequencies& f, rope::layout l,
                                          std::int64_t positions,
                                          table_mode mode = table_mode::automatic) {
-    detail::check_frequencies(f);
-    detail::check_layout(l);
-    if (positions < 1 || positions > max_table_length)
-      detail::raise(error_kind::out_of_range,
-                    "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+    detail::check_request(f, l, positions);
     const std::shared_ptr<slot> s = find_slot(make_key(f, l, mode, sizeof(Real)));
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->current && s->length >= positions)
