@@ -1,30 +1,34 @@
-// rope/eigen.hpp: rope::apply for Eigen matrices, maps and blocks. Opt-in: the only rope header
-// that includes Eigen (<Eigen/Core>); rope/rope.hpp does not include it. Link Eigen yourself
-// (CMake: Eigen3::Eigen).
-//
-//   using Q = Eigen::Matrix<float, Eigen::Dynamic, 128, Eigen::RowMajor>;   // tokens x head_dim
-//   rope::status st = rope::eigen::apply(*tab, q, positions);                // in place
-//   st = rope::eigen::apply(*tab, qkv.middleCols(0, 32 * 128), 32, positions); // 32 heads/row
-//
-// Shapes. A row is a token. A matrix of tokens x head_dim holds one head per token; a matrix
-// of tokens x (n_heads * head_dim) holds n_heads heads side by side (the packed [T, H, D]
-// layout), and the head count is given. Blocks, Maps (with an outer stride: a row of a larger
-// buffer, e.g. q inside a fused qkv projection) and Refs work as long as each row is
-// contiguous: the storage must be row-major (checked at compile time), the inner stride must
-// be 1 (checked at compile time when Eigen knows it, else at run time: status::bad_stride) and
-// the outer stride is the token stride.
-//
-// Dim. Without an explicit Dim, a matrix whose column count is fixed at compile time (e.g.
-// Matrix<float, Dynamic, 128, RowMajor>) runs the kernel specialised for that head dimension
-// whenever the table rotates all of it; otherwise (dynamic columns, or a partial rotary_dim)
-// the rotary dimension is taken from the table at run time (rope::dynamic). An explicit Dim is
-// passed to rope::apply unchanged (a Dim that differs from the table's rotary_dim gives
-// status::bad_dimension).
-//
-// Contract. Exactly rope::apply's (rope/apply.hpp): noexcept, no allocation, no lock, every
-// argument validated before the first write, in place and out of place bitwise identical,
-// dims [rotary_dim, head_dim) untouched in place and copied bit for bit out of place.
-// positions holds one position per row (int32_t or int64_t).
+/// \file rope/eigen.hpp
+/// \brief rope::apply for Eigen matrices, maps and blocks.
+///
+/// Opt-in: the only rope header that includes Eigen (`<Eigen/Core>`); `rope/rope.hpp` does not
+/// include it. Link Eigen yourself (CMake: `Eigen3::Eigen`).
+///
+/// \code
+///   using Q = Eigen::Matrix<float, Eigen::Dynamic, 128, Eigen::RowMajor>;    // tokens x head_dim
+///   rope::status st = rope::eigen::apply(*tab, q, positions);                 // in place
+///   st = rope::eigen::apply(*tab, qkv.middleCols(0, 32 * 128), 32, positions); // 32 heads per row
+/// \endcode
+///
+/// Shapes. A row is a token. A matrix of tokens x head_dim holds one head per token; a matrix
+/// of tokens x (n_heads * head_dim) holds n_heads heads side by side (the packed [T, H, D]
+/// layout), and the head count is given. Blocks, Maps (with an outer stride: a row of a larger
+/// buffer, e.g. q inside a fused qkv projection) and Refs work as long as each row is
+/// contiguous: the storage must be row-major (checked at compile time), the inner stride must
+/// be 1 (checked at compile time when Eigen knows it, else at run time: status::bad_stride) and
+/// the outer stride is the token stride.
+///
+/// Dim. Without an explicit Dim, a matrix whose column count is fixed at compile time (e.g.
+/// `Matrix<float, Dynamic, 128, RowMajor>`) runs the kernel specialised for that head dimension
+/// whenever the table rotates all of it; otherwise (dynamic columns, or a partial rotary_dim)
+/// the rotary dimension is taken from the table at run time (rope::dynamic). An explicit Dim is
+/// passed to rope::apply unchanged (a Dim that differs from the table's rotary_dim gives
+/// status::bad_dimension).
+///
+/// Contract. Exactly rope::apply's (`rope/apply.hpp`): noexcept, no allocation, no lock, every
+/// argument validated before the first write, in place and out of place bitwise identical,
+/// dims [rotary_dim, head_dim) untouched in place and copied bit for bit out of place.
+/// `positions` holds one position per row (int32_t or int64_t).
 #pragma once
 
 #include <Eigen/Core>
