@@ -13,9 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <vector>
-
 #include <rope/rope.hpp>
+#include <vector>
 
 // The KV cache's element type. Change this one line to rope::float16 (or rope::bfloat16) when
 // your rope has 16-bit storage: rope::apply then rounds each rotated key once as it stores it,
@@ -73,15 +72,17 @@ void attend_head(const float* q, const float* keys, const float* values, int n_k
   for (double& s : score) total += (s = std::exp(s - top));
   for (int d = 0; d < head_dim; ++d) {
     double o = 0;
-    for (int i = 0; i < n_keys; ++i) o += score[static_cast<std::size_t>(i)] * values[i * stride + d];
+    for (int i = 0; i < n_keys; ++i)
+      o += score[static_cast<std::size_t>(i)] * values[i * stride + d];
     out[d] = static_cast<float>(o / total);
   }
 }
 
 struct kv_cache {
   std::vector<kv_t> k, v;  // [max_tokens][n_kv_heads][head_dim]
-  kv_cache() : k(static_cast<std::size_t>(max_tokens * n_kv_heads * head_dim)),
-               v(static_cast<std::size_t>(max_tokens * n_kv_heads * head_dim)) {}
+  kv_cache()
+      : k(static_cast<std::size_t>(max_tokens * n_kv_heads * head_dim)),
+        v(static_cast<std::size_t>(max_tokens * n_kv_heads * head_dim)) {}
 };
 
 // Runs n new tokens (embeddings x) at positions pos[0..n) through the layer with the cache:
@@ -118,15 +119,18 @@ std::vector<float> step(const layer& L, const rope::table<float>& tab, kv_cache&
     for (int h = 0; h < n_q_heads; ++h) {
       const int g = h / group;  // grouped-query: q head h reads kv head g
       attend_head(&q[static_cast<std::size_t>((t * n_q_heads + h) * head_dim)],
-                  &keys[static_cast<std::size_t>(g * head_dim)], &values[static_cast<std::size_t>(g * head_dim)],
-                  pos[t] + 1, static_cast<int>(row), &out[static_cast<std::size_t>((t * n_q_heads + h) * head_dim)]);
+                  &keys[static_cast<std::size_t>(g * head_dim)],
+                  &values[static_cast<std::size_t>(g * head_dim)], pos[t] + 1,
+                  static_cast<int>(row),
+                  &out[static_cast<std::size_t>((t * n_q_heads + h) * head_dim)]);
     }
   return out;
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::fmax(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::fmax(m, std::fabs(static_cast<double>(a[i]) - b[i]));
   return m;
 }
 
@@ -151,7 +155,8 @@ int main() {
   kv_cache cache;
   std::vector<float> decoded = step(L, *tab, cache, x.data(), prompt_len, pos, pos);
   for (int t = prompt_len; t < total_len; ++t) {
-    const std::vector<float> o = step(L, *tab, cache, &x[static_cast<std::size_t>(t * d_model)], 1, pos + t, pos + t);
+    const std::vector<float> o =
+        step(L, *tab, cache, &x[static_cast<std::size_t>(t * d_model)], 1, pos + t, pos + t);
     decoded.insert(decoded.end(), o.begin(), o.end());
   }
 
@@ -164,28 +169,34 @@ int main() {
   kv_cache buggy_cache;
   std::vector<float> buggy = step(L, *tab, buggy_cache, x.data(), prompt_len, pos, pos);
   for (int t = prompt_len; t < total_len; ++t) {
-    const std::vector<float> o = step(L, *tab, buggy_cache, &x[static_cast<std::size_t>(t * d_model)], 1, pos + t, pos);
+    const std::vector<float> o =
+        step(L, *tab, buggy_cache, &x[static_cast<std::size_t>(t * d_model)], 1, pos + t, pos);
     buggy.insert(buggy.end(), o.begin(), o.end());
   }
 
-  std::printf("attention layer: d_model %d, %d query heads sharing %d key/value heads, head_dim %d\n",
-              d_model, n_q_heads, n_kv_heads, head_dim);
+  std::printf(
+      "attention layer: d_model %d, %d query heads sharing %d key/value heads, head_dim %d\n",
+      d_model, n_q_heads, n_kv_heads, head_dim);
   std::printf("KV cache: %zu-byte elements, %zu bytes per token\n", sizeof(kv_t),
               2 * n_kv_heads * head_dim * sizeof(kv_t));
   std::printf("prefill %d tokens, then decode %d tokens one at a time\n\n", prompt_len,
               total_len - prompt_len);
-  std::printf("%5s %12s %12s %14s %14s\n", "token", "decode[0]", "full[0]", "|decode-full|", "|bug-full|");
+  std::printf("%5s %12s %12s %14s %14s\n", "token", "decode[0]", "full[0]", "|decode-full|",
+              "|bug-full|");
   double worst = 0, worst_bug_decode = 0;
   for (int t = 0; t < total_len; ++t) {
     const std::size_t b = static_cast<std::size_t>(t) * out_row, e = b + out_row;
-    const std::vector<float> d(decoded.begin() + static_cast<std::ptrdiff_t>(b), decoded.begin() + static_cast<std::ptrdiff_t>(e));
-    const std::vector<float> f(full.begin() + static_cast<std::ptrdiff_t>(b), full.begin() + static_cast<std::ptrdiff_t>(e));
-    const std::vector<float> g(buggy.begin() + static_cast<std::ptrdiff_t>(b), buggy.begin() + static_cast<std::ptrdiff_t>(e));
+    const std::vector<float> d(decoded.begin() + static_cast<std::ptrdiff_t>(b),
+                               decoded.begin() + static_cast<std::ptrdiff_t>(e));
+    const std::vector<float> f(full.begin() + static_cast<std::ptrdiff_t>(b),
+                               full.begin() + static_cast<std::ptrdiff_t>(e));
+    const std::vector<float> g(buggy.begin() + static_cast<std::ptrdiff_t>(b),
+                               buggy.begin() + static_cast<std::ptrdiff_t>(e));
     const double diff = max_abs_diff(d, f), bug = max_abs_diff(g, f);
     worst = std::fmax(worst, diff);
     if (t >= prompt_len) worst_bug_decode = std::fmax(worst_bug_decode, bug);
-    std::printf("%5d %12.7f %12.7f %14.3g %14.3g%s\n", t, static_cast<double>(d[0]), static_cast<double>(f[0]),
-                diff, bug, t == prompt_len ? "   <- decode starts" : "");
+    std::printf("%5d %12.7f %12.7f %14.3g %14.3g%s\n", t, static_cast<double>(d[0]),
+                static_cast<double>(f[0]), diff, bug, t == prompt_len ? "   <- decode starts" : "");
   }
   const bool bitwise = worst == 0;
   std::printf("\nmax |decode - full recompute| = %.3g (%s)\n", worst,
@@ -194,7 +205,8 @@ int main() {
   // Decode and recompute perform the same arithmetic on the same cached values, so they agree
   // to the last bit; allow float noise only, and require the position bug to be visible.
   const bool ok = worst <= 1e-6 && worst_bug_decode > 1e-3;
-  std::printf(ok ? "OK: decoding with keys rotated once into the cache equals recomputing the sequence\n"
-                 : "FAILED\n");
+  std::printf(
+      ok ? "OK: decoding with keys rotated once into the cache equals recomputing the sequence\n"
+         : "FAILED\n");
   return ok ? 0 : 1;
 }

@@ -16,9 +16,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
-
 #include <rope/rope.hpp>
+#include <vector>
 
 namespace {
 
@@ -44,14 +43,14 @@ int main() {
 
   // (1) How fast each pair turns: rotate (1, 0) in pair j by one token and read the angle.
   std::printf("(1) angle per token and wavelength, head_dim %d, base %g\n", head_dim, base);
-  std::printf("%6s %16s %16s %18s\n", "pair j", "w_j (rad/token)", "measured angle", "wavelength (tok)");
+  std::printf("%6s %16s %16s %18s\n", "pair j", "w_j (rad/token)", "measured angle",
+              "wavelength (tok)");
   for (int j : {0, 1, 4, 8, 16, 24, 32, 40, 48, 56, 63}) {
     std::vector<float> x(head_dim, 0.0f);
     x[static_cast<std::size_t>(j)] = 1.0f;
     if (rope::apply<float, head_dim>(*table, 1, x.data()) != rope::status::ok) return 1;
-    const double measured =
-        std::atan2(static_cast<double>(x[static_cast<std::size_t>(j + pairs)]),
-                   static_cast<double>(x[static_cast<std::size_t>(j)]));
+    const double measured = std::atan2(static_cast<double>(x[static_cast<std::size_t>(j + pairs)]),
+                                       static_cast<double>(x[static_cast<std::size_t>(j)]));
     const double w = std::pow(base, -2.0 * j / head_dim);
     std::printf("%6d %16.9f %16.9f %18.1f\n", j, w, measured, 2 * pi / w);
     ok = ok && std::fabs(measured - w) <= 1e-6;
@@ -72,7 +71,8 @@ int main() {
     for (const band& b : bands) {
       const std::vector<float> q0 = band_vector(b.first, b.last);
       double closed = 0;  // mean_j cos(dist * w_j), from the formula alone
-      for (int j = b.first; j < b.last; ++j) closed += std::cos(dist * std::pow(base, -2.0 * j / head_dim));
+      for (int j = b.first; j < b.last; ++j)
+        closed += std::cos(dist * std::pow(base, -2.0 * j / head_dim));
       closed /= (b.last - b.first);
       for (long n : {100L, 50000L}) {
         std::vector<float> q = q0, k = q0;
@@ -89,9 +89,10 @@ int main() {
     }
     std::printf("\n");
   }
-  std::printf("\nThe fast band has lost its alignment after 4 tokens (|score| < 0.3 from there on:\n"
-              "it can only say \"very close\"); the slow band keeps it (> 0.85) beyond a thousand\n"
-              "tokens and carries long-range position. Same m - n, same score, at n = 100 or 50000.\n");
+  std::printf(
+      "\nThe fast band has lost its alignment after 4 tokens (|score| < 0.3 from there on:\n"
+      "it can only say \"very close\"); the slow band keeps it (> 0.85) beyond a thousand\n"
+      "tokens and carries long-range position. Same m - n, same score, at n = 100 or 50000.\n");
   std::printf(ok ? "OK: angles equal w_j; scores match the closed form and depend only on m - n\n"
                  : "FAILED\n");
   return ok ? 0 : 1;

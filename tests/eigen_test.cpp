@@ -9,12 +9,11 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <rope/eigen.hpp>
+#include <rope/rope.hpp>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <rope/eigen.hpp>
-#include <rope/rope.hpp>
 
 #include "oracle.hpp"
 
@@ -35,7 +34,8 @@ void fill_random(M& m, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   for (Eigen::Index r = 0; r < m.rows(); ++r)
-    for (Eigen::Index c = 0; c < m.cols(); ++c) m(r, c) = static_cast<typename M::Scalar>(dist(gen));
+    for (Eigen::Index c = 0; c < m.cols(); ++c)
+      m(r, c) = static_cast<typename M::Scalar>(dist(gen));
 }
 
 std::vector<std::int64_t> some_positions(std::size_t n, std::uint64_t seed) {
@@ -62,8 +62,8 @@ bool bitwise_equal(const A& a, const B& b) {
 // out (rows x n_heads*head_dim) against the oracle applied to in, row t at pos[t]. The float
 // bound is 3u*r per element (r the pair's norm); double adds |theta| u for the angle.
 template <class In, class Out>
-void expect_matches_oracle(const In& in, const Out& out, std::ptrdiff_t n_heads, const rope::spec& s,
-                           const std::vector<std::int64_t>& pos) {
+void expect_matches_oracle(const In& in, const Out& out, std::ptrdiff_t n_heads,
+                           const rope::spec& s, const std::vector<std::int64_t>& pos) {
   using T = typename In::Scalar;
   const std::vector<ld> w = oracle::inv_freq(s.base, s.rotary_dim);
   const std::size_t pairs = static_cast<std::size_t>(s.rotary_dim / 2);
@@ -72,11 +72,14 @@ void expect_matches_oracle(const In& in, const Out& out, std::ptrdiff_t n_heads,
   for (Eigen::Index t = 0; t < in.rows(); ++t)
     for (std::ptrdiff_t h = 0; h < n_heads; ++h) {
       std::vector<T> x(static_cast<std::size_t>(s.head_dim));
-      for (int i = 0; i < s.head_dim; ++i) x[static_cast<std::size_t>(i)] = in(t, h * s.head_dim + i);
+      for (int i = 0; i < s.head_dim; ++i)
+        x[static_cast<std::size_t>(i)] = in(t, h * s.head_dim + i);
       const ld p = static_cast<ld>(pos[static_cast<std::size_t>(t)]);
-      const std::vector<ld> ref = oracle::rotate(x.data(), s.head_dim, s.rotary_dim, w, s.layout, p);
+      const std::vector<ld> ref =
+          oracle::rotate(x.data(), s.head_dim, s.rotary_dim, w, s.layout, p);
       for (std::size_t j = 0; j < pairs; ++j) {
-        const std::size_t i0 = oracle::first(s.layout, j, pairs), i1 = oracle::second(s.layout, j, pairs);
+        const std::size_t i0 = oracle::first(s.layout, j, pairs),
+                          i1 = oracle::second(s.layout, j, pairs);
         const ld r = std::hypot(static_cast<ld>(x[i0]), static_cast<ld>(x[i1]));
         const ld theta = p * w[j];
         const ld bound = (std::is_same<T, float>::value ? 3 * u : (3 + std::fabs(theta)) * u) * r;
@@ -92,7 +95,8 @@ void expect_matches_oracle(const In& in, const Out& out, std::ptrdiff_t n_heads,
         ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "pass-through dim " << i;
       }
     }
-  ::testing::Test::RecordProperty("worst_error_over_bound", std::to_string(static_cast<double>(worst)));
+  ::testing::Test::RecordProperty("worst_error_over_bound",
+                                  std::to_string(static_cast<double>(worst)));
 }
 
 // The same rows rotated by rope::apply through a raw packed heads_view (the reference path).
@@ -101,8 +105,9 @@ RowMajor<T> rotate_raw(const rope::table<T>& tab, RowMajor<T> m, std::ptrdiff_t 
                        const std::vector<std::int64_t>& pos,
                        rope::direction dir = rope::direction::forward) {
   const std::ptrdiff_t hd = m.cols() / n_heads;
-  EXPECT_EQ(rope::apply<T>(tab, rope::packed_heads(m.data(), m.rows(), n_heads, hd), pos.data(), dir),
-            rope::status::ok);
+  EXPECT_EQ(
+      rope::apply<T>(tab, rope::packed_heads(m.data(), m.rows(), n_heads, hd), pos.data(), dir),
+      rope::status::ok);
   return m;
 }
 
@@ -146,7 +151,8 @@ TEST(Eigen, FixedColumnsWithPartialRotaryFallsBackToDynamic) {
   const RowMajor<float> rotated = q;
   EXPECT_EQ(rope::eigen::apply<128>(*tab, q, pos.data()), rope::status::bad_dimension);
   EXPECT_TRUE(bitwise_equal(q, rotated));
-  ASSERT_EQ(rope::eigen::apply<64>(*tab, q, pos.data(), rope::direction::inverse), rope::status::ok);
+  ASSERT_EQ(rope::eigen::apply<64>(*tab, q, pos.data(), rope::direction::inverse),
+            rope::status::ok);
   EXPECT_TRUE(bitwise_equal(q, rotate_raw(*tab, rotated, 1, pos, rope::direction::inverse)));
 }
 
@@ -188,14 +194,16 @@ TEST(Eigen, MapsWithOuterStrideIntoFusedQkv) {
 
   // Reference: the same buffer described by raw strided views.
   RowMajor<float> ref = before;
-  ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, Hq, D, row, D}, pos.data()),
-            rope::status::ok);
-  ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + Hq * D, T, Hkv, D, row, D},
-                               pos.data()),
+  ASSERT_EQ(
+      rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, Hq, D, row, D}, pos.data()),
+      rope::status::ok);
+  ASSERT_EQ(rope::apply<float>(
+                *tab, rope::heads_view<float>{ref.data() + Hq * D, T, Hkv, D, row, D}, pos.data()),
             rope::status::ok);
   EXPECT_TRUE(bitwise_equal(qkv, ref));
   expect_matches_oracle(before.leftCols(Hq * D), qkv.leftCols(Hq * D), Hq, s, pos);
-  expect_matches_oracle(before.middleCols(Hq * D, Hkv * D), qkv.middleCols(Hq * D, Hkv * D), Hkv, s, pos);
+  expect_matches_oracle(before.middleCols(Hq * D, Hkv * D), qkv.middleCols(Hq * D, Hkv * D), Hkv, s,
+                        pos);
   EXPECT_TRUE(bitwise_equal(qkv.rightCols(Hkv * D), before.rightCols(Hkv * D))) << "v was written";
 
   // q and k in separate buffers through apply_qk (grouped-query: 8 and 2 heads), each a Map
@@ -216,9 +224,9 @@ TEST(Eigen, MapsWithOuterStrideIntoFusedQkv) {
   ASSERT_EQ(rope::eigen::apply(*tab, StridedMap(again.data(), T, Hq * D, Eigen::OuterStride<>(row)),
                                Hq, pos.data()),
             rope::status::ok);
-  ASSERT_EQ(rope::eigen::apply(*tab,
-                               StridedMap(again.data() + Hq * D, T, Hkv * D, Eigen::OuterStride<>(row)),
-                               Hkv, pos.data()),
+  ASSERT_EQ(rope::eigen::apply(
+                *tab, StridedMap(again.data() + Hq * D, T, Hkv * D, Eigen::OuterStride<>(row)), Hkv,
+                pos.data()),
             rope::status::ok);
   EXPECT_TRUE(bitwise_equal(again, ref));
 }
@@ -235,9 +243,10 @@ TEST(Eigen, BlocksAndRefs) {
   // Rows 2..5, heads 1..3: a temporary block, written in place.
   ASSERT_EQ(rope::eigen::apply(*tab, m.block(2, D, 4, 3 * D), 3, pos.data()), rope::status::ok);
   RowMajor<float> ref = before;
-  ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + 2 * H * D + D, 4, 3, D, H * D, D},
-                               pos.data()),
-            rope::status::ok);
+  ASSERT_EQ(
+      rope::apply<float>(
+          *tab, rope::heads_view<float>{ref.data() + 2 * H * D + D, 4, 3, D, H * D, D}, pos.data()),
+      rope::status::ok);
   EXPECT_TRUE(bitwise_equal(m, ref)) << "the block or something outside it differs";
   expect_matches_oracle(before.block(2, D, 4, 3 * D), m.block(2, D, 4, 3 * D), 3, s, pos);
 
@@ -311,7 +320,8 @@ TEST(Eigen, BadShapesAndStridesWriteNothing) {
   EXPECT_TRUE(bitwise_equal(m, before));
 
   // A run-time inner stride other than 1: heads are not contiguous.
-  using Strided = Eigen::Map<RowMajor<float>, Eigen::Unaligned, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+  using Strided =
+      Eigen::Map<RowMajor<float>, Eigen::Unaligned, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
   Strided every_other(m.data(), 4, 64, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(128, 2));
   EXPECT_EQ(rope::eigen::apply(*tab, every_other, pos), rope::status::bad_stride);
   EXPECT_TRUE(bitwise_equal(m, before));

@@ -88,7 +88,8 @@ status view_of(X& x, std::ptrdiff_t n_heads, heads_view<element_t<X>>& v) noexce
   if (rows > 0 && cols > 0 && x.innerStride() != 1) return status::bad_stride;
   const std::ptrdiff_t head_dim = cols / n_heads;
   // A row vector's outer stride is meaningless (one token): use its length.
-  const std::ptrdiff_t token_stride = rows > 1 ? static_cast<std::ptrdiff_t>(x.outerStride()) : cols;
+  const std::ptrdiff_t token_stride =
+      rows > 1 ? static_cast<std::ptrdiff_t>(x.outerStride()) : cols;
   v = heads_view<element_t<X>>{x.data(), rows, n_heads, head_dim, token_stride, head_dim};
   return status::ok;
 }
@@ -168,7 +169,8 @@ template <std::size_t Dim = from_columns, class X, class Pos,
 template <std::size_t Dim = from_columns, class X, class Pos,
           class = std::enable_if_t<detail::is_dense_v<X>>>
 [[nodiscard]] status apply(const table<compute_type_t<typename detail::plain_t<X>::Scalar>>& tab,
-                           X&& x, const Pos* positions, direction dir = direction::forward) noexcept {
+                           X&& x, const Pos* positions,
+                           direction dir = direction::forward) noexcept {
   return eigen::apply<Dim>(tab, std::forward<X>(x), std::ptrdiff_t{1}, positions, dir);
 }
 

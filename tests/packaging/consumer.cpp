@@ -3,7 +3,6 @@
 // rotation computed here, so a package that builds but ships wrong headers still fails.
 #include <cmath>
 #include <cstdio>
-
 #include <rope/rope.hpp>
 
 int main() {
