@@ -100,6 +100,14 @@ std::vector<double> framework_rope(const std::vector<float>& x, std::int64_t p, 
 int main() {
   bool ok = true;
 
+  // 0. The rules of thumb, then the numbers behind them.
+  std::printf(
+      "Which layout does a checkpoint expect?\n"
+      "  HF transformers checkpoint (modeling code uses rotate_half)   -> half_split\n"
+      "  Meta's original consolidated.*.pth, GGUF for llama.cpp        -> interleaved\n"
+      "  (the same model: HF's conversion permutes q/k rows, llama.cpp's converter undoes it)\n"
+      "  unsure: rotate one vector at a position > 0 and compare (step 3 below)\n\n");
+
   // 1. The permutation, for one 8-dim head.
   const std::vector<int> small = hf_row_permutation(1, 8);
   std::printf("HF conversion, one head of 8: new row <- old row\n  ");
