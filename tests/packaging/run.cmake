@@ -63,10 +63,15 @@ endfunction()
 
 if(MODE STREQUAL "install")
   file(REMOVE_RECURSE "${WORK_DIR}/rope-build" "${PREFIX}")
+  # Configured for one prefix, installed into another (`cmake --install --prefix`): the
+  # consumers below then prove the CMake package and rope.pc locate themselves.
   run(${CMAKE_COMMAND} -S "${ROPE_SOURCE_DIR}" -B "${WORK_DIR}/rope-build" ${_common}
-      "-DCMAKE_INSTALL_PREFIX=${PREFIX}" -DROPE_BUILD_TESTS=OFF -DROPE_BUILD_EXAMPLES=OFF
-      -DROPE_BUILD_BENCHMARKS=OFF -DROPE_INSTALL=ON)
-  run(${CMAKE_COMMAND} --install "${WORK_DIR}/rope-build")
+      "-DCMAKE_INSTALL_PREFIX=${WORK_DIR}/configured-prefix-unused" -DROPE_BUILD_TESTS=OFF
+      -DROPE_BUILD_EXAMPLES=OFF -DROPE_BUILD_BENCHMARKS=OFF -DROPE_INSTALL=ON)
+  run(${CMAKE_COMMAND} --install "${WORK_DIR}/rope-build" --prefix "${PREFIX}")
+  if(EXISTS "${WORK_DIR}/configured-prefix-unused")
+    message(FATAL_ERROR "cmake --install --prefix wrote into the configured prefix")
+  endif()
   # Every public header is installed, and nothing else under include/.
   file(GLOB_RECURSE _src RELATIVE "${ROPE_SOURCE_DIR}/include" "${ROPE_SOURCE_DIR}/include/*")
   file(GLOB_RECURSE _dst RELATIVE "${PREFIX}/include" "${PREFIX}/include/*")
