@@ -12,6 +12,9 @@
 #include <stdexcept>
 #include <string>
 
+/// 1 when cold-path errors are thrown as exceptions, 0 when they go to the handler installed
+/// with rope::set_error_handler. Detected from the compiler's exception setting; define it
+/// to 0 or 1 before including rope to override.
 #if !defined(ROPE_HAS_EXCEPTIONS)
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
 #define ROPE_HAS_EXCEPTIONS 1
@@ -20,6 +23,7 @@
 #endif
 #endif
 
+/// Rotary position embeddings: every public rope name lives here.
 namespace rope {
 
 /// The kinds of cold-path error, as the standard exception they map to.

@@ -40,6 +40,7 @@ enum class direction : unsigned char { forward = 0, inverse = 1 };
 /// for compact tables, so the bound is what makes that row's size known.
 inline constexpr int max_rotary_dim = 1024;
 
+/// "interleaved", "half_split", or "unset" for a value that is neither.
 inline const char* to_string(layout l) noexcept {
   switch (l) {
     case layout::interleaved: return "interleaved";
@@ -107,11 +108,11 @@ inline spec make_spec(int head_dim, int rotary_dim, double base, rope::layout l)
 /// that produced them (method and all its settings); the table cache keys on it together with
 /// the numbers, so two configurations never share a table by accident.
 struct frequencies {
-  int rotary_dim = 0;
-  std::vector<double> inv_freq;
-  double attention_factor = 1.0;
-  std::vector<double> identity;
-  std::string description = "default";
+  int rotary_dim = 0;                 ///< d: the rotated leading block, even.
+  std::vector<double> inv_freq;       ///< w_j for j < d/2, radians per position.
+  double attention_factor = 1.0;      ///< A, multiplies cos and sin (1 for the default method).
+  std::vector<double> identity;       ///< the method and every parameter: the cache key's tail.
+  std::string description = "default";  ///< human-readable method and parameters.
 };
 
 namespace detail {
@@ -158,6 +159,7 @@ constexpr error_kind kind(status st) noexcept {
                                                : error_kind::invalid_argument;
 }
 
+/// A sentence describing st, for logs and error messages (static storage, never null).
 inline const char* message(status st) noexcept {
   switch (st) {
     case status::ok: return "ok";

@@ -135,7 +135,7 @@ class table {
                 "rope::table holds float or double");
 
  public:
-  using value_type = Real;
+  using value_type = Real;  ///< the type of the cos/sin values in a row: float or double.
 
   /// Builds a table (cold path; not cached: see table_cache). Throws std::invalid_argument for
   /// bad frequencies or layout, std::out_of_range for a length outside [1, max_table_length]
@@ -171,14 +171,19 @@ class table {
     return t;
   }
 
+  /// The pair layout the rows are formed for.
   rope::layout layout() const noexcept { return layout_; }
+  /// d: the number of rotated coordinates (2 * the number of pairs).
   int rotary_dim() const noexcept { return freqs_.rotary_dim; }
   /// Positions [0, length()) are valid.
   std::int64_t length() const noexcept { return length_; }
   /// dense or compact (automatic is resolved at build time).
   table_mode mode() const noexcept { return mode_; }
+  /// A, already multiplied into every cos and sin value of the rows.
   double attention_factor() const noexcept { return freqs_.attention_factor; }
+  /// w_j, j < rotary_dim()/2: the inverse frequencies the rows were formed from.
   const std::vector<double>& inv_freq() const noexcept { return freqs_.inv_freq; }
+  /// Everything the table was built from (frequencies, attention factor, identity).
   const rope::frequencies& frequencies() const noexcept { return freqs_; }
   /// m: the number of C (and of S) values in a row.
   std::size_t row_width() const noexcept { return width_; }
@@ -315,6 +320,9 @@ class table_cache {
     return cache;
   }
 
+  /// The cached table of Real values for frequencies f and layout l covering at least
+  /// `positions` positions, built on first use (or grown: see the class comment). Validates
+  /// its arguments like table::build.
   template <class Real>
   std::shared_ptr<const table<Real>> get(const frequencies& f, rope::layout l,
                                          std::int64_t positions,
