@@ -386,6 +386,34 @@ TEST(GroupedQuery, QAndKInOneCallEqualTwoCalls) {
   }
 }
 
+// q, k and v in one fused projection buffer [T, Hq + 2 Hk, D]: q and k rows interleave in
+// memory without sharing an element, so apply_qk accepts them; v is untouched. A k view that
+// starts inside q's block does share elements and is refused with nothing written.
+TEST(GroupedQuery, FusedQkvBufferInOneCall) {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    const std::ptrdiff_t T = 9, Hq = 4, Hk = 2, D = 64, row = (Hq + 2 * Hk) * D;
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, l), 100);
+    std::vector<std::int64_t> pos = {0, 5, 99, 3, 3, 42, 7, 8, 1};
+    const auto qkv0 = random_vector<float>(static_cast<std::size_t>(T * row), 12);
+    std::vector<float> fused = qkv0, ref = qkv0;
+    rope::heads_view<float> q{fused.data(), T, Hq, D, row, D};
+    rope::heads_view<float> k{fused.data() + Hq * D, T, Hk, D, row, D};
+    ASSERT_EQ(rope::apply_qk<float>(*tab, q, k, pos.data()), rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, Hq, D, row, D}, pos.data()),
+              rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + Hq * D, T, Hk, D, row, D}, pos.data()),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
+    for (std::ptrdiff_t t = 0; t < T; ++t)
+      for (std::ptrdiff_t i = (Hq + Hk) * D; i < row; ++i)
+        ASSERT_EQ(fused[static_cast<std::size_t>(t * row + i)], qkv0[static_cast<std::size_t>(t * row + i)]) << "v written";
+    const std::vector<float> before = fused;
+    rope::heads_view<float> k_bad{fused.data() + (Hq - 1) * D, T, Hk, D, row, D};
+    EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_bad, pos.data()), rope::status::overlapping_buffers);
+    EXPECT_EQ(0, std::memcmp(fused.data(), before.data(), fused.size() * sizeof(float)));
+  }
+}
+
 TEST(Values, NanAndInfStayInTheirPair) {
   auto tab = rope::get_table<float>(rope::make_spec(8, 8, 1e4, rope::layout::half_split), 10);
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};

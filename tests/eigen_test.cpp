@@ -207,8 +207,8 @@ TEST(Eigen, MapsWithOuterStrideIntoFusedQkv) {
   EXPECT_TRUE(bitwise_equal(qkv.rightCols(Hkv * D), before.rightCols(Hkv * D))) << "v was written";
 
   // q and k in separate buffers through apply_qk (grouped-query: 8 and 2 heads), each a Map
-  // with an outer stride, give the same bits. (apply_qk refuses q and k interleaved in one
-  // buffer: its overlap check compares address ranges.)
+  // with an outer stride, give the same bits. (q and k fused in one buffer through apply_qk:
+  // GroupedQuery.FusedQkvBufferInOneCall in apply_test.)
   RowMajor<float> qbuf = RowMajor<float>::Zero(T, row), kbuf = RowMajor<float>::Zero(T, row);
   qbuf.leftCols(Hq * D) = before.leftCols(Hq * D);
   kbuf.leftCols(Hkv * D) = before.middleCols(Hq * D, Hkv * D);

@@ -15,7 +15,9 @@
 // argument is validated before the first write: on an error the status says what is wrong
 // and no output element has changed. Zero tokens or zero heads is a successful no-op.
 // Aliasing: out may be exactly in (same pointer, same shape and strides: in place); any other
-// overlap between an output and any input or other output is refused. In place and out of
+// shared element between an output and any input or other output is refused. Tensors whose
+// rows interleave without sharing elements (q, k and v in one fused [T, Hq+2Hk, D] buffer) are
+// fine. In place and out of
 // place give bitwise identical results. Alignment: none required.
 //
 // Accuracy (float): |out - exact| <= 3 * 2^-24 * r per element, r the pair's norm, at every
@@ -117,6 +119,25 @@ bool overlap(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   return a0 < b1 && b0 < a1;
 }
 
+/// True when no element of a's rows is an element of b's rows. Beyond disjoint address
+/// ranges this accepts the fused layout engines use for q, k and v: the same number of tokens
+/// and the same token stride (in bytes), each token's block of heads inside one token period,
+/// and b's block sitting in the gap after a's (or a's after b's) within every period.
+template <class A, class B>
+bool rows_disjoint(const heads_view<A>& a, const heads_view<B>& b) noexcept {
+  if (!overlap(a, b)) return true;
+  if (a.n_tokens != b.n_tokens || a.n_tokens < 2) return false;
+  const auto ts = static_cast<std::intptr_t>(a.token_stride) * static_cast<std::intptr_t>(sizeof(A));
+  if (ts != static_cast<std::intptr_t>(b.token_stride) * static_cast<std::intptr_t>(sizeof(B)))
+    return false;
+  const auto block_a = static_cast<std::intptr_t>(((a.n_heads - 1) * a.head_stride + a.head_dim) * static_cast<std::ptrdiff_t>(sizeof(A)));
+  const auto block_b = static_cast<std::intptr_t>(((b.n_heads - 1) * b.head_stride + b.head_dim) * static_cast<std::ptrdiff_t>(sizeof(B)));
+  if (block_a > ts || block_b > ts) return false;
+  const std::intptr_t delta = reinterpret_cast<std::intptr_t>(b.data) - reinterpret_cast<std::intptr_t>(a.data);
+  const std::intptr_t r = ((delta % ts) + ts) % ts;  // b's block offset within a's period
+  return r >= block_a && r + block_b <= ts;
+}
+
 template <class A, class B>
 bool same_rows(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   return std::is_same<std::remove_const_t<A>, std::remove_const_t<B>>::value &&
@@ -134,7 +155,7 @@ status check_pair(const heads_view<const TIn>& in, const heads_view<TOut>& out,
   if (status st = check_view(out, rotary_dim); st != status::ok) return st;
   if (in.n_tokens != out.n_tokens || in.n_heads != out.n_heads || in.head_dim != out.head_dim)
     return status::bad_dimension;
-  if (!same_rows(in, out) && overlap(in, out)) return status::overlapping_buffers;
+  if (!same_rows(in, out) && !rows_disjoint(in, out)) return status::overlapping_buffers;
   return status::ok;
 }
 
@@ -229,8 +250,8 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
   if (status st = detail::check_pair(k_in, k_out, d); st != status::ok) return st;
   if (!detail::empty(q_in) && !detail::empty(k_in) && q_in.n_tokens != k_in.n_tokens)
     return status::bad_dimension;
-  if (detail::overlap(q_out, k_out) || detail::overlap(q_out, k_in) ||
-      detail::overlap(k_out, q_in))
+  if (!detail::rows_disjoint(q_out, k_out) || !detail::rows_disjoint(q_out, k_in) ||
+      !detail::rows_disjoint(k_out, q_in))
     return status::overlapping_buffers;
   const std::ptrdiff_t n = detail::empty(q_in) ? (detail::empty(k_in) ? 0 : k_in.n_tokens)
                                                : q_in.n_tokens;
