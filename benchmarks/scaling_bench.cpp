@@ -8,8 +8,14 @@
 //    iteration from 100000, ns per call for a dense and a compact table over 131072 positions,
 //    and the ratio compact / dense. Times are CPU times (robust to a shared machine).
 //
-//   scaling_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
+//  - the same decode comparison measured in pairs (alternating batches; median of the ratios),
+//    which stays meaningful on a loaded machine.
+//
+//   scaling_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true] [--paired=false]
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdint>
 #include <cstdio>
@@ -128,6 +134,50 @@ std::string build_name(const char* method, const build_case& b) {
   return std::string("BM_Build<") + method + ", " + b.label + ">";
 }
 
+// Paired decode measurement, robust to a loaded machine: batches of calls with the dense and
+// the compact table alternate, each timed on the steady clock; the result is the median over
+// pairs of (compact batch time / dense batch time), plus each mode's median ns per call.
+struct paired_result {
+  double dense_ns, compact_ns, ratio;
+};
+
+paired_result paired_decode(bool advance) {
+  const std::int64_t n = 131072;
+  const auto f = rope::default_frequencies(spec());
+  auto dense = rope::table<float>::build(f, spec().layout, n, rope::table_mode::dense);
+  auto compact = rope::table<float>::build(f, spec().layout, n, rope::table_mode::compact);
+  std::vector<float> x(kHeads * kDim);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.01f - 0.5f;
+  const auto view = rope::packed_heads(x.data(), 1, kHeads, kDim);
+  constexpr int kCalls = 256, kPairs = 401;
+  std::int64_t pd = 100000, pc = 100000;
+  auto batch = [&](const rope::table<float>& tab, std::int64_t& p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      const rope::status st = rope::apply<float, kDim>(tab, view, &p);
+      benchmark::DoNotOptimize(st);
+      benchmark::ClobberMemory();
+      if (advance && ++p == n) p = 100000;
+    }
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+  };
+  std::vector<double> td, tc, ratio;
+  for (int k = 0; k < kPairs; ++k) {
+    const bool dense_first = k % 2 == 0;
+    const double a = batch(dense_first ? *dense : *compact, dense_first ? pd : pc);
+    const double b = batch(dense_first ? *compact : *dense, dense_first ? pc : pd);
+    const double d = dense_first ? a : b, c = dense_first ? b : a;
+    td.push_back(d);
+    tc.push_back(c);
+    ratio.push_back(c / d);
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(td), median(tc), median(ratio)};
+}
+
 std::string decode_name(rope::table_mode mode, bool advance) {
   return std::string("BM_Decode<float, 128, half_split, ") +
          (mode == rope::table_mode::dense ? "dense" : "compact") + ">/heads:32/positions:" +
@@ -149,6 +199,15 @@ int main(int argc, char** argv) {
     for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact})
       benchmark::RegisterBenchmark(decode_name(mode, advance).c_str(),
                                    [mode, advance](benchmark::State& s) { BM_Decode(s, mode, advance); });
+  // --paired=false skips the paired decode measurement printed at the end.
+  bool run_paired = true;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--paired=false") {
+      run_paired = false;
+      for (int k = i; k + 1 < argc; ++k) argv[k] = argv[k + 1];
+      --argc;
+      break;
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   summary_reporter reporter;
@@ -175,7 +234,8 @@ int main(int argc, char** argv) {
     else std::printf(" %13.2f", it->second);
   }
   std::printf("\n");
-  std::printf("\nDecode, 1 token x %d heads x %d, float, in place, 131072-position tables: ns per call\n",
+  std::printf("\nDecode, 1 token x %d heads x %d, float, in place, 131072-position tables (Google\n"
+              "Benchmark medians, CPU time): ns per call\n",
               kHeads, kDim);
   std::printf("%28s %10s %10s %16s\n", "positions", "dense", "compact", "compact / dense");
   for (bool advance : {true, false}) {
@@ -185,6 +245,16 @@ int main(int argc, char** argv) {
     std::printf("%28s %10.1f %10.1f %16.3f\n",
                 advance ? "advancing (p, p+1, ...)" : "fixed (row hot in cache)", d->second,
                 c->second, c->second / d->second);
+  }
+  if (run_paired) {
+    std::printf("\nSame, paired: 401 alternating batches of 256 calls each, medians (ns per call, wall)\n");
+    std::printf("%28s %10s %10s %16s\n", "positions", "dense", "compact", "compact / dense");
+    for (bool advance : {true, false}) {
+      const paired_result r = paired_decode(advance);
+      std::printf("%28s %10.1f %10.1f %16.3f\n",
+                  advance ? "advancing (p, p+1, ...)" : "fixed (row hot in cache)", r.dense_ns,
+                  r.compact_ns, r.ratio);
+    }
   }
   return 0;
 }
