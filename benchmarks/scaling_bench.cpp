@@ -11,22 +11,21 @@
 //  - the same decode comparison measured in pairs (alternating batches; median of the ratios),
 //    which stays meaningful on a loaded machine.
 //
-//   scaling_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true] [--paired=false]
+//   scaling_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
+//   [--paired=false]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
-
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <rope/rope.hpp>
+#include <rope/scaling.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <rope/rope.hpp>
-#include <rope/scaling.hpp>
 
 namespace {
 
@@ -103,7 +102,8 @@ class summary_reporter : public benchmark::ConsoleReporter {
       if (aggregate && r.aggregate_name != "median") continue;
       const std::string name = r.run_name.function_name;
       if (!aggregate && ns.count(name)) continue;
-      ns[name] = r.GetAdjustedCPUTime() * to_ns(r.time_unit);  // CPU time: the machine may be shared
+      ns[name] =
+          r.GetAdjustedCPUTime() * to_ns(r.time_unit);  // CPU time: the machine may be shared
       if (r.counters.count("MiB")) mib[name] = r.counters.at("MiB").value;
     }
   }
@@ -111,10 +111,14 @@ class summary_reporter : public benchmark::ConsoleReporter {
  private:
   static double to_ns(benchmark::TimeUnit u) {
     switch (u) {
-      case benchmark::kNanosecond: return 1;
-      case benchmark::kMicrosecond: return 1e3;
-      case benchmark::kMillisecond: return 1e6;
-      case benchmark::kSecond: return 1e9;
+      case benchmark::kNanosecond:
+        return 1;
+      case benchmark::kMicrosecond:
+        return 1e3;
+      case benchmark::kMillisecond:
+        return 1e6;
+      case benchmark::kSecond:
+        return 1e9;
     }
     return 1;
   }
@@ -159,7 +163,8 @@ paired_result paired_decode(bool advance) {
       benchmark::ClobberMemory();
       if (advance && ++p == n) p = 100000;
     }
-    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+           kCalls;
   };
   std::vector<double> td, tc, ratio;
   for (int k = 0; k < kPairs; ++k) {
@@ -180,8 +185,8 @@ paired_result paired_decode(bool advance) {
 
 std::string decode_name(rope::table_mode mode, bool advance) {
   return std::string("BM_Decode<float, 128, half_split, ") +
-         (mode == rope::table_mode::dense ? "dense" : "compact") + ">/heads:32/positions:" +
-         (advance ? "advancing" : "fixed");
+         (mode == rope::table_mode::dense ? "dense" : "compact") +
+         ">/heads:32/positions:" + (advance ? "advancing" : "fixed");
 }
 
 }  // namespace
@@ -191,14 +196,15 @@ int main(int argc, char** argv) {
     for (const build_case& b : kBuilds) {
       const rope::scaling sc = m.sc;
       const build_case bc = b;
-      benchmark::RegisterBenchmark(build_name(m.name, b).c_str(),
-                                   [sc, bc](benchmark::State& s) { BM_Build(s, sc, bc.positions, bc.mode); })
-          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(build_name(m.name, b).c_str(), [sc, bc](benchmark::State& s) {
+        BM_Build(s, sc, bc.positions, bc.mode);
+      })->Unit(benchmark::kMillisecond);
     }
   for (bool advance : {true, false})
     for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact})
-      benchmark::RegisterBenchmark(decode_name(mode, advance).c_str(),
-                                   [mode, advance](benchmark::State& s) { BM_Decode(s, mode, advance); });
+      benchmark::RegisterBenchmark(
+          decode_name(mode, advance).c_str(),
+          [mode, advance](benchmark::State& s) { BM_Decode(s, mode, advance); });
   // --paired=false skips the paired decode measurement printed at the end.
   bool run_paired = true;
   for (int i = 1; i < argc; ++i)
@@ -214,7 +220,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
 
-  std::printf("\nTable build (frequencies + table, not cached), rotary_dim %d, half_split, float: ms\n", kDim);
+  std::printf(
+      "\nTable build (frequencies + table, not cached), rotary_dim %d, half_split, float: ms\n",
+      kDim);
   std::printf("%10s", "method");
   for (const build_case& b : kBuilds) std::printf(" %13s", b.label);
   std::printf("\n");
@@ -222,21 +230,26 @@ int main(int argc, char** argv) {
     std::printf("%10s", m.name);
     for (const build_case& b : kBuilds) {
       auto it = reporter.ns.find(build_name(m.name, b));
-      if (it == reporter.ns.end()) std::printf(" %13s", "-");
-      else std::printf(" %13.3f", it->second / 1e6);
+      if (it == reporter.ns.end())
+        std::printf(" %13s", "-");
+      else
+        std::printf(" %13.3f", it->second / 1e6);
     }
     std::printf("\n");
   }
   std::printf("%10s", "MiB");
   for (const build_case& b : kBuilds) {
     auto it = reporter.mib.find(build_name("default", b));
-    if (it == reporter.mib.end()) std::printf(" %13s", "-");
-    else std::printf(" %13.2f", it->second);
+    if (it == reporter.mib.end())
+      std::printf(" %13s", "-");
+    else
+      std::printf(" %13.2f", it->second);
   }
   std::printf("\n");
-  std::printf("\nDecode, 1 token x %d heads x %d, float, in place, 131072-position tables (Google\n"
-              "Benchmark medians, CPU time): ns per call\n",
-              kHeads, kDim);
+  std::printf(
+      "\nDecode, 1 token x %d heads x %d, float, in place, 131072-position tables (Google\n"
+      "Benchmark medians, CPU time): ns per call\n",
+      kHeads, kDim);
   std::printf("%28s %10s %10s %16s\n", "positions", "dense", "compact", "compact / dense");
   for (bool advance : {true, false}) {
     const auto d = reporter.ns.find(decode_name(rope::table_mode::dense, advance));
@@ -247,7 +260,8 @@ int main(int argc, char** argv) {
                 c->second, c->second / d->second);
   }
   if (run_paired) {
-    std::printf("\nSame, paired: 401 alternating batches of 256 calls each, medians (ns per call, wall)\n");
+    std::printf(
+        "\nSame, paired: 401 alternating batches of 256 calls each, medians (ns per call, wall)\n");
     std::printf("%28s %10s %10s %16s\n", "positions", "dense", "compact", "compact / dense");
     for (bool advance : {true, false}) {
       const paired_result r = paired_decode(advance);

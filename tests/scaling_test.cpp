@@ -11,11 +11,10 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <rope/scaling.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <rope/scaling.hpp>
 
 #include "oracle.hpp"
 
@@ -30,7 +29,9 @@ rope::spec spec(int d, double base, rope::layout l = rope::layout::half_split, i
   return rope::make_spec(head ? head : d, d, base, l);
 }
 
-std::vector<ld> as_ld(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+std::vector<ld> as_ld(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
 
 // Largest |got_j - want_j| / |want_j|.
 ld max_rel_err(const std::vector<double>& got, const std::vector<ld>& want) {
@@ -48,7 +49,8 @@ TEST(Linear, IsDefaultWithPositionsDividedByTheFactor) {
   for (rope::layout l : kLayouts)
     for (double s : {2.0, 4.0, 8.0, 2.5}) {
       const rope::spec sp = spec(128, 1e4, l);
-      const auto f = rope::compute_frequencies(sp, rope::scaling::linear_interpolation(s)).frequencies;
+      const auto f =
+          rope::compute_frequencies(sp, rope::scaling::linear_interpolation(s)).frequencies;
       const auto theta = oracle::inv_freq(1e4, 128);
       EXPECT_EQ(f.attention_factor, 1.0);
       auto tab = rope::table<float>::build(f, l, 1 << 21);
@@ -56,8 +58,9 @@ TEST(Linear, IsDefaultWithPositionsDividedByTheFactor) {
       std::uniform_real_distribution<float> dist(-1, 1);
       std::vector<float> x(128), y(128);
       ld worst = 0;
-      for (std::int64_t p : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{4097},
-                             std::int64_t{123457}, std::int64_t{1} << 20, (std::int64_t{1} << 21) - 1}) {
+      for (std::int64_t p :
+           {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{4097},
+            std::int64_t{123457}, std::int64_t{1} << 20, (std::int64_t{1} << 21) - 1}) {
         for (auto& v : x) v = dist(gen);
         ASSERT_EQ(rope::apply<float>(*tab, p, x.data(), y.data(), 128), rope::status::ok);
         // Default frequencies at position p / s, in long double.
@@ -83,11 +86,13 @@ TEST(DynamicNtk, IsDefaultUpToMaxPositionsAndChangesTheBaseBeyond) {
     EXPECT_EQ(r.choice.effective_base, 1e4);
     EXPECT_EQ(r.choice.effective_seq_len, 4096);
   }
-  const auto a = rope::compute_frequencies(sp, sc, 8192), b = rope::compute_frequencies(sp, sc, 16384);
+  const auto a = rope::compute_frequencies(sp, sc, 8192),
+             b = rope::compute_frequencies(sp, sc, 16384);
   EXPECT_NE(a.choice, b.choice);
   EXPECT_GT(a.choice.effective_base, 1e4);
   EXPECT_GT(b.choice.effective_base, a.choice.effective_base);
-  for (std::int64_t L : {std::int64_t{4097}, std::int64_t{8192}, std::int64_t{16384}, std::int64_t{1000001}}) {
+  for (std::int64_t L :
+       {std::int64_t{4097}, std::int64_t{8192}, std::int64_t{16384}, std::int64_t{1000001}}) {
     const auto r = rope::compute_frequencies(sp, sc, L);
     // b' = b * (s L / M - (s - 1))^(d / (d - 2)), w_j = b'^(-2j/d), in long double.
     const ld g = 2.0L * static_cast<ld>(L) / 4096 - 1;
@@ -111,7 +116,8 @@ TEST(StaticNtk, InterpolatesTheLowestFrequencyByTheFactorAndEqualsDynamicAtItsPo
     EXPECT_EQ(f.inv_freq[0], 1.0);
     EXPECT_LE(std::fabs(f.inv_freq[last] - theta[last] / s) / (theta[last] / s), 1e-14L);
     // dynamic at L = M (2s - 1) / s equals ntk (shared/rope-formulas.md section 5).
-    const auto dyn = rope::compute_frequencies(sp, rope::scaling::dynamic_ntk(s, 4096), 4096 * 7 / 4);
+    const auto dyn =
+        rope::compute_frequencies(sp, rope::scaling::dynamic_ntk(s, 4096), 4096 * 7 / 4);
     for (std::size_t j = 0; j <= last; ++j)
       EXPECT_NEAR(dyn.frequencies.inv_freq[j], f.inv_freq[j], 1e-15 * f.inv_freq[j]);
   }
@@ -123,33 +129,33 @@ TEST(Yarn, FrequenciesLieBetweenInterpolatedAndDefaultWithTheRamp) {
   for (bool truncate : {true, false})
     for (int d : {40, 64, 128})
       for (double s : {4.0, 16.0, 40.0})
-      for (std::int64_t m0 : {std::int64_t{4096}, std::int64_t{65536}}) {
-        const rope::spec sp = spec(d, 1e4);
-        rope::scaling sc = rope::scaling::yarn_scaling(s, m0);
-        sc.truncate = truncate;
-        const auto r = rope::compute_frequencies(sp, sc);
-        const auto theta = oracle::inv_freq(1e4, d);
-        // Independent ramp in long double.
-        auto c = [&](ld n) {
-          return d * std::log(static_cast<ld>(m0) / (n * 2 * kPi)) / (2 * std::log(1e4L));
-        };
-        ld lo = c(32), hi = c(1);
-        if (truncate) lo = std::floor(lo), hi = std::ceil(hi);
-        lo = std::max(lo, 0.0L);
-        hi = std::min(hi, static_cast<ld>(d - 1));
-        for (std::size_t j = 0; j < theta.size(); ++j) {
-          const ld w = r.frequencies.inv_freq[j];
-          EXPECT_LE(w, theta[j] * (1 + 1e-15L)) << "j=" << j;
-          EXPECT_GE(w, theta[j] / s * (1 - 1e-15L)) << "j=" << j;
-          const ld ramp = std::min(std::max((static_cast<ld>(j) - lo) / (hi - lo), 0.0L), 1.0L);
-          const ld want = theta[j] * (1 - ramp) + theta[j] / s * ramp;
-          EXPECT_LE(std::fabs(w - want) / want, 1e-13L) << "j=" << j;
-          if (static_cast<ld>(j) <= lo) {
-            EXPECT_LE(std::fabs(w - theta[j]) / theta[j], 1e-15L);
+        for (std::int64_t m0 : {std::int64_t{4096}, std::int64_t{65536}}) {
+          const rope::spec sp = spec(d, 1e4);
+          rope::scaling sc = rope::scaling::yarn_scaling(s, m0);
+          sc.truncate = truncate;
+          const auto r = rope::compute_frequencies(sp, sc);
+          const auto theta = oracle::inv_freq(1e4, d);
+          // Independent ramp in long double.
+          auto c = [&](ld n) {
+            return d * std::log(static_cast<ld>(m0) / (n * 2 * kPi)) / (2 * std::log(1e4L));
+          };
+          ld lo = c(32), hi = c(1);
+          if (truncate) lo = std::floor(lo), hi = std::ceil(hi);
+          lo = std::max(lo, 0.0L);
+          hi = std::min(hi, static_cast<ld>(d - 1));
+          for (std::size_t j = 0; j < theta.size(); ++j) {
+            const ld w = r.frequencies.inv_freq[j];
+            EXPECT_LE(w, theta[j] * (1 + 1e-15L)) << "j=" << j;
+            EXPECT_GE(w, theta[j] / s * (1 - 1e-15L)) << "j=" << j;
+            const ld ramp = std::min(std::max((static_cast<ld>(j) - lo) / (hi - lo), 0.0L), 1.0L);
+            const ld want = theta[j] * (1 - ramp) + theta[j] / s * ramp;
+            EXPECT_LE(std::fabs(w - want) / want, 1e-13L) << "j=" << j;
+            if (static_cast<ld>(j) <= lo) {
+              EXPECT_LE(std::fabs(w - theta[j]) / theta[j], 1e-15L);
+            }
           }
+          EXPECT_DOUBLE_EQ(r.frequencies.attention_factor, 1 + 0.1 * std::log(s));
         }
-        EXPECT_DOUBLE_EQ(r.frequencies.attention_factor, 1 + 0.1 * std::log(s));
-      }
 }
 
 TEST(Yarn, AttentionFactorOverrideAndMscaleRatio) {
@@ -160,7 +166,8 @@ TEST(Yarn, AttentionFactorOverrideAndMscaleRatio) {
   EXPECT_NEAR(rope::compute_frequencies(sp, sc).frequencies.attention_factor,
               (1 + 0.1 * std::log(8.0)) / (1 + 0.05 * std::log(8.0)), 1e-16);
   sc.mscale_all_dim = 0;  // HF: 0 is "not set": back to 1 + 0.1 ln s
-  EXPECT_NEAR(rope::compute_frequencies(sp, sc).frequencies.attention_factor, 1 + 0.1 * std::log(8.0), 1e-16);
+  EXPECT_NEAR(rope::compute_frequencies(sp, sc).frequencies.attention_factor,
+              1 + 0.1 * std::log(8.0), 1e-16);
   sc.attention_factor = 1.25;
   EXPECT_EQ(rope::compute_frequencies(sp, sc).frequencies.attention_factor, 1.25);
   sc = rope::scaling::yarn_scaling(0.5, 4096);  // s <= 1: no temperature
@@ -200,7 +207,8 @@ TEST(Llama3, BandsByWavelength) {
       EXPECT_EQ(r.frequencies.attention_factor, 1.0);
     }
   // Llama 3.1 (d = 128, b = 5e5): pairs 0-28 untouched, 29-34 smoothed, 35-63 divided.
-  const auto r = rope::compute_frequencies(spec(128, 5e5), rope::scaling::llama3_scaling(8, 1, 4, 8192));
+  const auto r =
+      rope::compute_frequencies(spec(128, 5e5), rope::scaling::llama3_scaling(8, 1, 4, 8192));
   const auto theta = rope::default_frequencies(spec(128, 5e5)).inv_freq;
   for (std::size_t j = 0; j < 64; ++j) {
     if (j <= 28) {
@@ -208,7 +216,8 @@ TEST(Llama3, BandsByWavelength) {
     } else if (j >= 35) {
       EXPECT_EQ(r.frequencies.inv_freq[j], theta[j] / 8) << j;
     } else {
-      EXPECT_TRUE(r.frequencies.inv_freq[j] < theta[j] && r.frequencies.inv_freq[j] > theta[j] / 8) << j;
+      EXPECT_TRUE(r.frequencies.inv_freq[j] < theta[j] && r.frequencies.inv_freq[j] > theta[j] / 8)
+          << j;
     }
   }
 }
@@ -230,7 +239,8 @@ TEST(LongRope, ShortListIffSeqLenAtMostOriginalLength) {
   for (std::int64_t L : {1, 2, 4095, 4096, 4097, 8192, 131072}) {
     const auto r = rope::compute_frequencies(sp, sc, L);
     const bool want_long = L > 4096;
-    EXPECT_EQ(r.choice.list, want_long ? rope::factor_list::long_factors : rope::factor_list::short_factors);
+    EXPECT_EQ(r.choice.list,
+              want_long ? rope::factor_list::long_factors : rope::factor_list::short_factors);
     EXPECT_EQ(r.frequencies.description, want_long ? "longrope:long" : "longrope:short");
     const auto& e = want_long ? sc.long_factor : sc.short_factor;
     std::vector<ld> w(48);
@@ -239,8 +249,10 @@ TEST(LongRope, ShortListIffSeqLenAtMostOriginalLength) {
     // The attention factor is the same for both lists.
     EXPECT_LE(std::fabs(r.frequencies.attention_factor - a), 3e-16L);
   }
-  EXPECT_EQ(rope::compute_frequencies(sp, sc, 4096).choice, rope::compute_frequencies(sp, sc, 1).choice);
-  EXPECT_NE(rope::compute_frequencies(sp, sc, 4096).choice, rope::compute_frequencies(sp, sc, 4097).choice);
+  EXPECT_EQ(rope::compute_frequencies(sp, sc, 4096).choice,
+            rope::compute_frequencies(sp, sc, 1).choice);
+  EXPECT_NE(rope::compute_frequencies(sp, sc, 4096).choice,
+            rope::compute_frequencies(sp, sc, 4097).choice);
 }
 
 TEST(Scaling, NoneIsExactlyTheDefault) {
@@ -267,8 +279,11 @@ rope::model_config llama_like() {
 TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   // Llama 3.1: head_dim from hidden_size / heads.
   rope::model_config cfg = llama_like();
-  cfg.rope_scaling = {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1},
-                      {"high_freq_factor", 4}, {"original_max_position_embeddings", 8192}};
+  cfg.rope_scaling = {{"rope_type", "llama3"},
+                      {"factor", 8},
+                      {"low_freq_factor", 1},
+                      {"high_freq_factor", 4},
+                      {"original_max_position_embeddings", 8192}};
   auto m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.spec.head_dim, 128);
   EXPECT_EQ(m.spec.rotary_dim, 128);
@@ -279,7 +294,8 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   // `type` is an alias of `rope_type`; yarn's falsy defaults and M0 fallback.
   cfg = llama_like();
   cfg.max_position_embeddings = 32768;
-  cfg.rope_scaling = {{"type", "yarn"}, {"factor", 4}, {"beta_fast", 0}, {"beta_slow", 0}, {"mscale", 0}};
+  cfg.rope_scaling = {
+      {"type", "yarn"}, {"factor", 4}, {"beta_fast", 0}, {"beta_slow", 0}, {"mscale", 0}};
   m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.scaling.type, rope::scaling_type::yarn);
   EXPECT_EQ(m.scaling.beta_fast, 32);
@@ -307,7 +323,8 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
 
   // v5 rope_parameters carry rope_theta and partial_rotary_factor.
   cfg = llama_like();
-  cfg.rope_scaling = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
+  cfg.rope_scaling = {
+      {"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
   m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.spec.base, 1e6);
   EXPECT_EQ(m.spec.rotary_dim, 64);
@@ -316,7 +333,8 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   // No rope_scaling at all: plain RoPE; unknown keys are ignored as HF does.
   cfg = llama_like();
   cfg.rope_scaling = {{"finetuned", true}};
-  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type, rope::scaling_type::none);
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
+            rope::scaling_type::none);
 }
 
 template <class F>
@@ -355,65 +373,168 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
       {"ntk without factor", {{"rope_type", "ntk"}}, "factor"},
       {"dynamic without factor", {{"rope_type", "dynamic"}}, "factor"},
       {"yarn without factor", {{"rope_type", "yarn"}}, "factor"},
-      {"llama3 without factor", {{"rope_type", "llama3"}, {"low_freq_factor", 1}, {"high_freq_factor", 4}, {"original_max_position_embeddings", 8192}}, "factor"},
-      {"llama3 without low_freq_factor", {{"rope_type", "llama3"}, {"factor", 8}, {"high_freq_factor", 4}, {"original_max_position_embeddings", 8192}}, "low_freq_factor"},
-      {"llama3 without high_freq_factor", {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1}, {"original_max_position_embeddings", 8192}}, "high_freq_factor"},
-      {"llama3 without M0", {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1}, {"high_freq_factor", 4}}, "original_max_position_embeddings"},
-      {"longrope without short_factor", {{"rope_type", "longrope"}, {"long_factor", ok64}}, "short_factor"},
-      {"longrope without long_factor", {{"rope_type", "longrope"}, {"short_factor", ok64}}, "long_factor"},
-      {"dynamic without max_position_embeddings", {{"rope_type", "dynamic"}, {"factor", 2}}, "max_position_embeddings",
+      {"llama3 without factor",
+       {{"rope_type", "llama3"},
+        {"low_freq_factor", 1},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "factor"},
+      {"llama3 without low_freq_factor",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"llama3 without high_freq_factor",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 1},
+        {"original_max_position_embeddings", 8192}},
+       "high_freq_factor"},
+      {"llama3 without M0",
+       {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1}, {"high_freq_factor", 4}},
+       "original_max_position_embeddings"},
+      {"longrope without short_factor",
+       {{"rope_type", "longrope"}, {"long_factor", ok64}},
+       "short_factor"},
+      {"longrope without long_factor",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}},
+       "long_factor"},
+      {"dynamic without max_position_embeddings",
+       {{"rope_type", "dynamic"}, {"factor", 2}},
+       "max_position_embeddings",
        [](rope::model_config& c) { c.max_position_embeddings = 0; }},
-      {"yarn without any M0", {{"rope_type", "yarn"}, {"factor", 2}}, "original_max_position_embeddings",
+      {"yarn without any M0",
+       {{"rope_type", "yarn"}, {"factor", 2}},
+       "original_max_position_embeddings",
        [](rope::model_config& c) { c.max_position_embeddings = 0; }},
       {"linear factor 0", {{"rope_type", "linear"}, {"factor", 0}}, "factor=0"},
       {"linear factor -2", {{"rope_type", "linear"}, {"factor", -2}}, "factor=-2"},
       {"ntk factor 0", {{"rope_type", "ntk"}, {"factor", 0.0}}, "factor=0"},
       {"dynamic factor -1", {{"rope_type", "dynamic"}, {"factor", -1}}, "factor=-1"},
       {"yarn factor 0", {{"rope_type", "yarn"}, {"factor", 0}}, "factor=0"},
-      {"llama3 factor 0", {{"rope_type", "llama3"}, {"factor", 0}, {"low_freq_factor", 1}, {"high_freq_factor", 4}, {"original_max_position_embeddings", 8192}}, "factor=0"},
-      {"longrope factor -1", {{"rope_type", "longrope"}, {"factor", -1}, {"short_factor", ok64}, {"long_factor", ok64}}, "factor=-1"},
+      {"llama3 factor 0",
+       {{"rope_type", "llama3"},
+        {"factor", 0},
+        {"low_freq_factor", 1},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "factor=0"},
+      {"longrope factor -1",
+       {{"rope_type", "longrope"}, {"factor", -1}, {"short_factor", ok64}, {"long_factor", ok64}},
+       "factor=-1"},
       {"factor NaN", {{"rope_type", "linear"}, {"factor", nan}}, "factor"},
       {"factor Inf", {{"rope_type", "yarn"}, {"factor", inf}}, "factor"},
       {"factor a string", {{"rope_type", "linear"}, {"factor", "4"}}, "factor"},
       {"factor a list", {{"rope_type", "linear"}, {"factor", std::vector<double>{4}}}, "factor"},
-      {"beta_fast < beta_slow", {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 1}, {"beta_slow", 2}}, "beta_fast"},
-      {"beta_fast == beta_slow", {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 8}, {"beta_slow", 8}}, "beta_fast"},
-      {"beta_slow negative", {{"rope_type", "yarn"}, {"factor", 4}, {"beta_slow", -1}}, "beta_slow"},
+      {"beta_fast < beta_slow",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 1}, {"beta_slow", 2}},
+       "beta_fast"},
+      {"beta_fast == beta_slow",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 8}, {"beta_slow", 8}},
+       "beta_fast"},
+      {"beta_slow negative",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_slow", -1}},
+       "beta_slow"},
       {"beta_fast NaN", {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", nan}}, "beta_fast"},
       {"mscale Inf", {{"rope_type", "yarn"}, {"factor", 4}, {"mscale", inf}}, "mscale"},
-      {"mscale_all_dim NaN", {{"rope_type", "yarn"}, {"factor", 4}, {"mscale", 1}, {"mscale_all_dim", nan}}, "mscale_all_dim"},
-      {"yarn attention_factor NaN", {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", nan}}, "attention_factor"},
-      {"yarn attention_factor 0", {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", 0}}, "attention_factor"},
+      {"mscale_all_dim NaN",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"mscale", 1}, {"mscale_all_dim", nan}},
+       "mscale_all_dim"},
+      {"yarn attention_factor NaN",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", nan}},
+       "attention_factor"},
+      {"yarn attention_factor 0",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", 0}},
+       "attention_factor"},
       {"truncate a number", {{"rope_type", "yarn"}, {"factor", 4}, {"truncate", 1}}, "truncate"},
-      {"yarn M0 not an integer", {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 4096.5}}, "original_max_position_embeddings"},
-      {"low == high", {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 2}, {"high_freq_factor", 2}, {"original_max_position_embeddings", 8192}}, "low_freq_factor"},
-      {"low_freq_factor Inf", {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", inf}, {"high_freq_factor", 2}, {"original_max_position_embeddings", 8192}}, "low_freq_factor"},
-      {"short list too short", {{"rope_type", "longrope"}, {"short_factor", short63}, {"long_factor", ok64}}, "short_factor"},
-      {"long list too long", {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", std::vector<double>(65, 1.0)}}, "long_factor"},
-      {"list entry 0", {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", zero_entry}}, "long_factor[17]"},
-      {"list entry negative", {{"rope_type", "longrope"}, {"short_factor", neg_entry}, {"long_factor", ok64}}, "short_factor[3]"},
-      {"list entry NaN", {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", nan_entry}}, "long_factor[5]"},
-      {"list not a list", {{"rope_type", "longrope"}, {"short_factor", 1.0}, {"long_factor", ok64}}, "short_factor"},
-      {"longrope attention_factor Inf", {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", ok64}, {"attention_factor", inf}}, "attention_factor"},
-      {"NaN in an unused key", {{"rope_type", "linear"}, {"factor", 2}, {"beta_fast", nan}}, "beta_fast"},
+      {"yarn M0 not an integer",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 4096.5}},
+       "original_max_position_embeddings"},
+      {"low == high",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 2},
+        {"high_freq_factor", 2},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"low_freq_factor Inf",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", inf},
+        {"high_freq_factor", 2},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"short list too short",
+       {{"rope_type", "longrope"}, {"short_factor", short63}, {"long_factor", ok64}},
+       "short_factor"},
+      {"long list too long",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", std::vector<double>(65, 1.0)}},
+       "long_factor"},
+      {"list entry 0",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", zero_entry}},
+       "long_factor[17]"},
+      {"list entry negative",
+       {{"rope_type", "longrope"}, {"short_factor", neg_entry}, {"long_factor", ok64}},
+       "short_factor[3]"},
+      {"list entry NaN",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", nan_entry}},
+       "long_factor[5]"},
+      {"list not a list",
+       {{"rope_type", "longrope"}, {"short_factor", 1.0}, {"long_factor", ok64}},
+       "short_factor"},
+      {"longrope attention_factor Inf",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"attention_factor", inf}},
+       "attention_factor"},
+      {"NaN in an unused key",
+       {{"rope_type", "linear"}, {"factor", 2}, {"beta_fast", nan}},
+       "beta_fast"},
       {"rope_theta NaN", {}, "rope_theta", [&](rope::model_config& c) { c.rope_theta = nan; }},
       {"rope_theta 1", {}, "rope_theta", [](rope::model_config& c) { c.rope_theta = 1; }},
       {"rope_theta Inf in the map", {{"rope_theta", inf}}, "rope_theta"},
-      {"partial_rotary_factor NaN", {}, "partial_rotary_factor", [&](rope::model_config& c) { c.partial_rotary_factor = nan; }},
-      {"partial_rotary_factor 1.5", {}, "partial_rotary_factor", [](rope::model_config& c) { c.partial_rotary_factor = 1.5; }},
-      {"partial_rotary_factor 0", {}, "partial_rotary_factor", [](rope::model_config& c) { c.partial_rotary_factor = 0; }},
-      {"odd rotary dim", {}, "partial_rotary_factor", [](rope::model_config& c) { c.partial_rotary_factor = 0.1015625; }},
-      {"no head_dim and no heads", {}, "head_dim", [](rope::model_config& c) { c.num_attention_heads = 0; }},
-      {"ntk with rotary_dim 2", {{"rope_type", "ntk"}, {"factor", 2}}, "rotary_dim",
+      {"partial_rotary_factor NaN",
+       {},
+       "partial_rotary_factor",
+       [&](rope::model_config& c) { c.partial_rotary_factor = nan; }},
+      {"partial_rotary_factor 1.5",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 1.5; }},
+      {"partial_rotary_factor 0",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 0; }},
+      {"odd rotary dim",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 0.1015625; }},
+      {"no head_dim and no heads",
+       {},
+       "head_dim",
+       [](rope::model_config& c) { c.num_attention_heads = 0; }},
+      {"ntk with rotary_dim 2",
+       {{"rope_type", "ntk"}, {"factor", 2}},
+       "rotary_dim",
        [](rope::model_config& c) { c.head_dim = 2; }},
-      {"dynamic with rotary_dim 2", {{"rope_type", "dynamic"}, {"factor", 2}}, "rotary_dim",
-       [](rope::model_config& c) { c.head_dim = 64; c.partial_rotary_factor = 1.0 / 32; }},
+      {"dynamic with rotary_dim 2",
+       {{"rope_type", "dynamic"}, {"factor", 2}},
+       "rotary_dim",
+       [](rope::model_config& c) {
+         c.head_dim = 64;
+         c.partial_rotary_factor = 1.0 / 32;
+       }},
   };
   for (const auto& bc : cases) {
     rope::model_config cfg = llama_like();
     cfg.rope_scaling = bc.rope_scaling;
     if (bc.adjust) bc.adjust(cfg);
-    expect_error_naming([&] { (void)rope::from_config(cfg, rope::layout::half_split); }, bc.key, bc.what);
+    expect_error_naming([&] { (void)rope::from_config(cfg, rope::layout::half_split); }, bc.key,
+                        bc.what);
   }
 }
 
@@ -471,7 +592,8 @@ TEST(ScalingCache, TablesDifferWhenAnyParameterDiffers) {
   const auto tb = rope::get_table<float>(cache, sp, b, 100, 64);
   EXPECT_EQ(ta->inv_freq(), tb->inv_freq());
   EXPECT_NE(ta, tb);
-  EXPECT_NE(rope::get_table<float>(cache, sp, a, 5000, 64), rope::get_table<float>(cache, sp, b, 5000, 64));
+  EXPECT_NE(rope::get_table<float>(cache, sp, a, 5000, 64),
+            rope::get_table<float>(cache, sp, b, 5000, 64));
   // Other parameters, one at a time.
   rope::scaling m = y32;
   m.mscale = 1;
@@ -489,7 +611,8 @@ TEST(ScalingCache, TablesDifferWhenAnyParameterDiffers) {
   EXPECT_NE(d1, rope::get_table<float>(cache, sp, dyn, 4097, 64));
   EXPECT_EQ(d1->frequencies().description, "dynamic:base=10000");
   // Linear scaling vs plain RoPE with the same numbers: not shared.
-  rope::frequencies lin1 = rope::compute_frequencies(sp, rope::scaling::linear_interpolation(1)).frequencies;
+  rope::frequencies lin1 =
+      rope::compute_frequencies(sp, rope::scaling::linear_interpolation(1)).frequencies;
   EXPECT_EQ(lin1.inv_freq, rope::default_frequencies(sp).inv_freq);
   EXPECT_NE(cache.get<float>(lin1, sp.layout, 64), cache.get<float>(sp, 64));
   // scaling_type::none shares the plain table.
@@ -533,7 +656,8 @@ std::vector<transition> transitions(const rope::spec& sp) {
 std::vector<std::int64_t> rerotation_positions() {
   std::vector<std::int64_t> p = {0, 1, 2, 4095, 4096, 4097, 65535, 1 << 20, (1 << 20) + 1, 3000000};
   std::mt19937_64 gen(5);
-  for (int i = 0; i < 22; ++i) p.push_back(static_cast<std::int64_t>(gen() % (std::uint64_t{1} << 22)));
+  for (int i = 0; i < 22; ++i)
+    p.push_back(static_cast<std::int64_t>(gen() % (std::uint64_t{1} << 22)));
   return p;
 }
 
@@ -541,16 +665,17 @@ std::vector<std::int64_t> rerotation_positions() {
 // pair's norm in x; the pass-through dims must be unchanged bit for bit.
 template <class T>
 ld max_error_vs_oracle(const std::vector<T>& x, const std::vector<T>& got, int heads, int D, int d,
-                       rope::layout l, const rope::frequencies& f, const std::vector<std::int64_t>& pos,
-                       std::int64_t delta, ld unit) {
+                       rope::layout l, const rope::frequencies& f,
+                       const std::vector<std::int64_t>& pos, std::int64_t delta, ld unit) {
   const std::vector<ld> w = as_ld(f.inv_freq);
   const std::size_t P = static_cast<std::size_t>(d / 2);
   ld worst = 0;
   for (std::size_t t = 0; t < pos.size(); ++t)
     for (int h = 0; h < heads; ++h) {
-      const std::size_t off = (t * static_cast<std::size_t>(heads) + static_cast<std::size_t>(h)) * static_cast<std::size_t>(D);
-      const auto want = oracle::rotate(x.data() + off, D, d, w, l, static_cast<ld>(pos[t] + delta), 1,
-                                       static_cast<ld>(f.attention_factor));
+      const std::size_t off = (t * static_cast<std::size_t>(heads) + static_cast<std::size_t>(h)) *
+                              static_cast<std::size_t>(D);
+      const auto want = oracle::rotate(x.data() + off, D, d, w, l, static_cast<ld>(pos[t] + delta),
+                                       1, static_cast<ld>(f.attention_factor));
       for (std::size_t j = 0; j < P; ++j) {
         const std::size_t i0 = oracle::first(l, j, P), i1 = oracle::second(l, j, P);
         const ld r = std::hypot(static_cast<ld>(x[off + i0]), static_cast<ld>(x[off + i1])) *
@@ -579,7 +704,8 @@ TEST(Rerotate, EqualsFreshRotationForEveryMethodAndLayoutFloat) {
       for (const auto& tr : transitions(sp)) {
         std::vector<float> keys = x;
         const auto view = rope::packed_heads(keys.data(), n, heads, D);
-        auto tab = rope::table<float>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
+        auto tab =
+            rope::table<float>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
         ASSERT_EQ(rope::apply<float>(*tab, view, pos.data()), rope::status::ok);
         ASSERT_EQ(rope::rerotate<float>(tr.from, tr.to, l, view, pos.data()), rope::status::ok);
         const ld err = max_error_vs_oracle(x, keys, heads, D, d, l, tr.to, pos, 0, kU);
@@ -610,7 +736,8 @@ TEST(Rerotate, EqualsFreshRotationDouble) {
     for (const auto& tr : transitions(sp)) {
       std::vector<double> keys = x;
       const auto view = rope::packed_heads(keys.data(), n, 1, 64);
-      auto tab = rope::table<double>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
+      auto tab =
+          rope::table<double>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
       ASSERT_EQ(rope::apply<double>(*tab, view, pos.data()), rope::status::ok);
       ASSERT_EQ(rope::rerotate<double>(tr.from, tr.to, l, view, pos.data()), rope::status::ok);
       // Angles up to 4e6 rad: the table's double bound (3 + |theta|) u grows with them; the
@@ -626,9 +753,10 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
   for (rope::layout l : kLayouts) {
     const rope::spec sp = rope::make_spec(128, 128, 1e6, l);
     for (const rope::frequencies& f :
-         {rope::default_frequencies(sp), rope::compute_frequencies(sp, rope::scaling::yarn_scaling(4, 32768)).frequencies}) {
-      for (std::int64_t delta : {std::int64_t{-4}, std::int64_t{-1000}, std::int64_t{1}, std::int64_t{123457},
-                                 -(std::int64_t{1} << 20)}) {
+         {rope::default_frequencies(sp),
+          rope::compute_frequencies(sp, rope::scaling::yarn_scaling(4, 32768)).frequencies}) {
+      for (std::int64_t delta : {std::int64_t{-4}, std::int64_t{-1000}, std::int64_t{1},
+                                 std::int64_t{123457}, -(std::int64_t{1} << 20)}) {
         std::vector<std::int64_t> pos;
         for (std::int64_t p : rerotation_positions())
           if (p + delta >= 0) pos.push_back(p);
@@ -639,7 +767,8 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
         for (auto& v : x) v = dist(gen);
         std::vector<float> keys = x;
         const auto view = rope::packed_heads(keys.data(), n, heads, 128);
-        auto tab = rope::table<float>::build(f, l, std::int64_t{1} << 22, rope::table_mode::compact);
+        auto tab =
+            rope::table<float>::build(f, l, std::int64_t{1} << 22, rope::table_mode::compact);
         ASSERT_EQ(rope::apply<float>(*tab, view, pos.data()), rope::status::ok);
         ASSERT_EQ(rope::shift_positions<float>(f, l, view, pos.data(), delta), rope::status::ok);
         EXPECT_LE(max_error_vs_oracle(x, keys, heads, 128, 128, l, f, pos, delta, kU), 4.0L)
@@ -652,46 +781,59 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
 TEST(Rerotate, BadInputIsRefusedAndNothingWritten) {
   const rope::spec sp = spec(64, 1e4);
   const rope::frequencies a = rope::default_frequencies(sp);
-  const rope::frequencies b = rope::compute_frequencies(sp, rope::scaling::linear_interpolation(2)).frequencies;
+  const rope::frequencies b =
+      rope::compute_frequencies(sp, rope::scaling::linear_interpolation(2)).frequencies;
   const rope::frequencies other = rope::default_frequencies(spec(32, 1e4));
   std::vector<float> keys(3 * 64, 7777.25f);
   const std::vector<float> canary = keys;
   const auto view = rope::packed_heads(keys.data(), 3, 1, 64);
   std::int64_t pos[3] = {5, 0, 9};
-  EXPECT_EQ(rope::rerotate<float>(a, other, rope::layout::half_split, view, pos), rope::status::bad_dimension);
-  EXPECT_EQ(rope::rerotate<float>(a, b, static_cast<rope::layout>(0), view, pos), rope::status::bad_dimension);
-  EXPECT_EQ((rope::rerotate<float, 32>(a, b, rope::layout::half_split, view, pos)), rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, other, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, b, static_cast<rope::layout>(0), view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ((rope::rerotate<float, 32>(a, b, rope::layout::half_split, view, pos)),
+            rope::status::bad_dimension);
   rope::frequencies broken = b;
   broken.inv_freq[3] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos), rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
   broken = b;
   broken.attention_factor = 0;
-  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos), rope::status::bad_dimension);
-  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, static_cast<const std::int64_t*>(nullptr)),
+  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view,
+                                  static_cast<const std::int64_t*>(nullptr)),
             rope::status::null_pointer);
   pos[2] = -1;
-  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos), rope::status::position_out_of_range);
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos),
+            rope::status::position_out_of_range);
   pos[2] = std::int64_t{1} << 32;
-  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos), rope::status::position_out_of_range);
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos),
+            rope::status::position_out_of_range);
   pos[2] = 9;
   // The shifted position of token 1 (0) would be -1.
   EXPECT_EQ(rope::shift_positions<float>(a, rope::layout::half_split, view, pos, -1),
             rope::status::position_out_of_range);
-  EXPECT_EQ(rope::shift_positions<float>(a, rope::layout::half_split, view, pos, std::int64_t{1} << 40),
-            rope::status::position_out_of_range);
+  EXPECT_EQ(
+      rope::shift_positions<float>(a, rope::layout::half_split, view, pos, std::int64_t{1} << 40),
+      rope::status::position_out_of_range);
   const auto narrow = rope::heads_view<float>{keys.data(), 3, 1, 32, 64, 32};
-  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, narrow, pos), rope::status::bad_dimension);
-  // Partially overlapping in and out.
-  EXPECT_EQ((rope::rerotate<float>(a, b, rope::layout::half_split, rope::heads_view<const float>(view),
-                                   rope::packed_heads(keys.data() + 1, 2, 1, 64), pos)),
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, narrow, pos),
             rope::status::bad_dimension);
+  // Partially overlapping in and out.
+  EXPECT_EQ(
+      (rope::rerotate<float>(a, b, rope::layout::half_split, rope::heads_view<const float>(view),
+                             rope::packed_heads(keys.data() + 1, 2, 1, 64), pos)),
+      rope::status::bad_dimension);
   EXPECT_EQ((rope::rerotate<float>(a, b, rope::layout::half_split,
                                    rope::heads_view<const float>{keys.data(), 2, 1, 64, 64, 64},
                                    rope::packed_heads(keys.data() + 1, 2, 1, 64), pos)),
             rope::status::overlapping_buffers);
   EXPECT_EQ(keys, canary);
   // Zero tokens: success, nothing touched, positions not read.
-  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, rope::packed_heads(keys.data(), 0, 1, 64),
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split,
+                                  rope::packed_heads(keys.data(), 0, 1, 64),
                                   static_cast<const std::int32_t*>(nullptr)),
             rope::status::ok);
   EXPECT_EQ(keys, canary);
@@ -708,10 +850,12 @@ TEST(LongContext, CompactMatchesDenseUpTo2To20AndTheOracleBeyond) {
   std::mt19937_64 gen(23);
   for (int k = 10; k <= 20; ++k)
     for (std::int64_t dd : {-1, 0, 1}) sample.push_back((std::int64_t{1} << k) + dd);
-  for (int i = 0; i < 3000; ++i) sample.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(n20)));
+  for (int i = 0; i < 3000; ++i)
+    sample.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(n20)));
   for (rope::layout l : kLayouts) {
     const rope::spec sp16 = rope::make_spec(128, 16, 1e4, l);
-    const auto f16 = rope::compute_frequencies(sp16, rope::scaling::yarn_scaling(16, 4096)).frequencies;
+    const auto f16 =
+        rope::compute_frequencies(sp16, rope::scaling::yarn_scaling(16, 4096)).frequencies;
     auto dense = rope::table<float>::build(f16, l, n20, rope::table_mode::dense);
     auto compact = rope::table<float>::build(f16, l, n20, rope::table_mode::compact);
     std::vector<float> scratch(2 * compact->row_width());
@@ -753,7 +897,8 @@ TEST(LongContext, CompactMatchesDenseUpTo2To20AndTheOracleBeyond) {
         for (std::size_t j = 0; j < 64; ++j) {
           const ld phi = static_cast<ld>(q) * wl[j];
           const ld gc = l == rope::layout::interleaved ? row[2 * j] : row[j];
-          const ld gs = l == rope::layout::interleaved ? row[big->row_width() + 2 * j + 1] : row[big->row_width() + j];
+          const ld gs = l == rope::layout::interleaved ? row[big->row_width() + 2 * j + 1]
+                                                       : row[big->row_width() + j];
           worst = std::max({worst, std::fabs(gc - al * std::cos(phi)) / (kU * al),
                             std::fabs(gs - al * std::sin(phi)) / (kU * al)});
         }

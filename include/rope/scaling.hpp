@@ -47,24 +47,31 @@ namespace rope {
 /// The scaling methods, named by HF's `rope_type` (`ntk` is not an HF type: the static
 /// NTK-aware base change, shared/rope-formulas.md section 5).
 enum class scaling_type : unsigned char {
-  none = 0,      ///< HF "default": w_j = base^(-2j/d), A = 1
-  linear = 1,    ///< position interpolation: w_j / factor
-  ntk = 2,       ///< static NTK-aware: base * factor^(d/(d-2))
+  none = 0,         ///< HF "default": w_j = base^(-2j/d), A = 1
+  linear = 1,       ///< position interpolation: w_j / factor
+  ntk = 2,          ///< static NTK-aware: base * factor^(d/(d-2))
   dynamic_ntk = 3,  ///< HF "dynamic": dynamic NTK: the base grows with the sequence length beyond M
-  yarn = 4,      ///< YaRN: NTK-by-parts ramp + attention temperature
-  llama3 = 5,    ///< Llama 3.1 wavelength bands
-  longrope = 6,  ///< LongRoPE / Phi-3: per-pair short or long factor lists
+  yarn = 4,         ///< YaRN: NTK-by-parts ramp + attention temperature
+  llama3 = 5,       ///< Llama 3.1 wavelength bands
+  longrope = 6,     ///< LongRoPE / Phi-3: per-pair short or long factor lists
 };
 
 inline const char* to_string(scaling_type t) noexcept {
   switch (t) {
-    case scaling_type::none: return "default";
-    case scaling_type::linear: return "linear";
-    case scaling_type::ntk: return "ntk";
-    case scaling_type::dynamic_ntk: return "dynamic";
-    case scaling_type::yarn: return "yarn";
-    case scaling_type::llama3: return "llama3";
-    case scaling_type::longrope: return "longrope";
+    case scaling_type::none:
+      return "default";
+    case scaling_type::linear:
+      return "linear";
+    case scaling_type::ntk:
+      return "ntk";
+    case scaling_type::dynamic_ntk:
+      return "dynamic";
+    case scaling_type::yarn:
+      return "yarn";
+    case scaling_type::llama3:
+      return "llama3";
+    case scaling_type::longrope:
+      return "longrope";
   }
   return "unknown";
 }
@@ -134,9 +141,8 @@ struct scaling {
     s.original_max_position_embeddings = original_max_position_embeddings;
     return s;
   }
-  static scaling longrope_scaling(std::vector<double> short_factor,
-                                  std::vector<double> long_factor, double factor,
-                                  std::int64_t original_max_position_embeddings) {
+  static scaling longrope_scaling(std::vector<double> short_factor, std::vector<double> long_factor,
+                                  double factor, std::int64_t original_max_position_embeddings) {
     scaling s;
     s.type = scaling_type::longrope;
     s.short_factor = std::move(short_factor);
@@ -167,8 +173,7 @@ struct scaling_choice {
   factor_list list = factor_list::none;
 
   friend bool operator==(const scaling_choice& a, const scaling_choice& b) noexcept {
-    return a.type == b.type && a.effective_base == b.effective_base &&
-           a.list == b.list &&
+    return a.type == b.type && a.effective_base == b.effective_base && a.list == b.list &&
            (a.type != scaling_type::dynamic_ntk || a.effective_seq_len == b.effective_seq_len);
   }
   friend bool operator!=(const scaling_choice& a, const scaling_choice& b) noexcept {
@@ -185,7 +190,7 @@ struct scaled_frequencies {
 namespace detail {
 
 [[noreturn]] inline void scaling_error(const std::string& key, const std::string& value,
-                          const std::string& why) {
+                                       const std::string& why) {
   raise(error_kind::invalid_argument, key + "=" + value + " " + why);
 }
 
@@ -199,8 +204,7 @@ inline void check_positive_int(const char* key, std::int64_t v, const char* type
     scaling_error(key, std::to_string(v), std::string("must be a positive integer (") + type + ")");
 }
 
-inline void check_factor_list(const char* key, const std::vector<double>& list,
-                              std::size_t pairs) {
+inline void check_factor_list(const char* key, const std::vector<double>& list, std::size_t pairs) {
   if (list.size() != pairs)
     scaling_error(key, "<list of " + std::to_string(list.size()) + ">",
                   "must have rotary_dim/2 = " + std::to_string(pairs) + " entries (longrope)");
@@ -249,15 +253,18 @@ inline void validate(const spec& s, const scaling& sc) {
   const char* name = to_string(sc.type);
   const std::size_t pairs = static_cast<std::size_t>(s.rotary_dim / 2);
   switch (sc.type) {
-    case scaling_type::none: return;
-    case scaling_type::linear: detail::check_positive("factor", sc.factor, name); return;
+    case scaling_type::none:
+      return;
+    case scaling_type::linear:
+      detail::check_positive("factor", sc.factor, name);
+      return;
     case scaling_type::ntk:
     case scaling_type::dynamic_ntk:
       detail::check_positive("factor", sc.factor, name);
       if (s.rotary_dim < 4)
-        detail::scaling_error("rotary_dim", std::to_string(s.rotary_dim),
-                              std::string("must be >= 4 for ") + name +
-                                  " (the exponent d/(d-2) of the base change)");
+        detail::scaling_error(
+            "rotary_dim", std::to_string(s.rotary_dim),
+            std::string("must be >= 4 for ") + name + " (the exponent d/(d-2) of the base change)");
       if (sc.type == scaling_type::dynamic_ntk)
         detail::check_positive_int("max_position_embeddings", sc.max_position_embeddings, name);
       return;
@@ -268,15 +275,16 @@ inline void validate(const spec& s, const scaling& sc) {
       detail::check_positive("beta_fast", sc.beta_fast, name);
       detail::check_positive("beta_slow", sc.beta_slow, name);
       if (!(sc.beta_fast > sc.beta_slow))
-        detail::scaling_error("beta_fast", detail::format_double(sc.beta_fast),
-                              "must be greater than beta_slow=" +
-                                  detail::format_double(sc.beta_slow) + " (yarn)");
+        detail::scaling_error(
+            "beta_fast", detail::format_double(sc.beta_fast),
+            "must be greater than beta_slow=" + detail::format_double(sc.beta_slow) + " (yarn)");
       if (!std::isfinite(sc.mscale))
         detail::scaling_error("mscale", detail::format_double(sc.mscale), "must be finite (yarn)");
       if (!std::isfinite(sc.mscale_all_dim))
         detail::scaling_error("mscale_all_dim", detail::format_double(sc.mscale_all_dim),
                               "must be finite (yarn)");
-      if (sc.attention_factor) detail::check_positive("attention_factor", *sc.attention_factor, name);
+      if (sc.attention_factor)
+        detail::check_positive("attention_factor", *sc.attention_factor, name);
       const double a = detail::yarn_attention_factor(sc);
       if (!(a > 0.0) || !std::isfinite(a))
         detail::scaling_error("mscale", detail::format_double(sc.mscale),
@@ -302,7 +310,8 @@ inline void validate(const spec& s, const scaling& sc) {
       detail::check_positive("factor", sc.factor, name);
       detail::check_positive_int("original_max_position_embeddings",
                                  sc.original_max_position_embeddings, name);
-      if (sc.attention_factor) detail::check_positive("attention_factor", *sc.attention_factor, name);
+      if (sc.attention_factor)
+        detail::check_positive("attention_factor", *sc.attention_factor, name);
       return;
   }
   detail::scaling_error("rope_type", std::to_string(static_cast<int>(sc.type)),
@@ -337,7 +346,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
   const int d = s.rotary_dim;
   const double id = static_cast<double>(static_cast<int>(sc.type));
   switch (sc.type) {
-    case scaling_type::none: break;
+    case scaling_type::none:
+      break;
     case scaling_type::linear:
       for (double& v : w) v /= sc.factor;
       f.identity = {id, s.base, sc.factor};
@@ -406,8 +416,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                     sc.mscale_all_dim,
                     sc.attention_factor ? 1.0 : 0.0,
                     sc.attention_factor.value_or(0.0)};
-      f.description = "yarn:factor=" + detail::format_double(sc.factor) +
-                      ",ramp=[" + detail::format_double(lo) + "," + detail::format_double(hi) + "]";
+      f.description = "yarn:factor=" + detail::format_double(sc.factor) + ",ramp=[" +
+                      detail::format_double(lo) + "," + detail::format_double(hi) + "]";
       break;
     }
     case scaling_type::llama3: {
@@ -423,8 +433,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
           w[j] = theta / sc.factor;  // low frequencies: interpolated
           continue;
         }
-        const double smooth = (m0 / wavelen - sc.low_freq_factor) /
-                              (sc.high_freq_factor - sc.low_freq_factor);
+        const double smooth =
+            (m0 / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
         w[j] = (1 - smooth) * theta / sc.factor + smooth * theta;
       }
       f.identity = {id, s.base, sc.factor, sc.low_freq_factor, sc.high_freq_factor, m0};
@@ -471,8 +481,8 @@ std::shared_ptr<const table<Real>> get_table(table_cache& cache, const spec& s, 
 
 /// The same through the process-wide cache (table_cache::global()).
 template <class Real>
-std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc,
-                                             std::int64_t seq_len, std::int64_t positions,
+std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, std::int64_t seq_len,
+                                             std::int64_t positions,
                                              table_mode mode = table_mode::automatic) {
   return get_table<Real>(table_cache::global(), s, sc, seq_len, positions, mode);
 }
@@ -489,10 +499,10 @@ class config_value {
   /// A number 0 (so that std::map::operator[] works).
   config_value() noexcept : kind_(kind::number) {}
   config_value(double v) : kind_(kind::number), number_(v) {}  // NOLINT: implicit on purpose
-  template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value,
-                                      int> = 0>
-  config_value(I v) : kind_(kind::number), number_(static_cast<double>(v)) {}  // NOLINT
-  config_value(bool v) : kind_(kind::boolean), boolean_(v) {}                   // NOLINT
+  template <class I,
+            std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+  config_value(I v) : kind_(kind::number), number_(static_cast<double>(v)) {}      // NOLINT
+  config_value(bool v) : kind_(kind::boolean), boolean_(v) {}                      // NOLINT
   config_value(std::vector<double> v) : kind_(kind::list), list_(std::move(v)) {}  // NOLINT
   config_value(std::initializer_list<double> v) : kind_(kind::list), list_(v) {}   // NOLINT
   config_value(std::string v) : kind_(kind::text), text_(std::move(v)) {}          // NOLINT
@@ -557,7 +567,8 @@ class scaling_keys {
     const config_value* v = find(key);
     if (!v) return std::nullopt;
     if (v->type() != config_value::kind::number)
-      scaling_error(key, "<" + kind_name(*v) + ">", std::string("must be a number (") + type_ + ")");
+      scaling_error(key, "<" + kind_name(*v) + ">",
+                    std::string("must be a number (") + type_ + ")");
     return v->number();
   }
 
@@ -593,16 +604,21 @@ class scaling_keys {
     const config_value* v = find(key);
     if (!v) return std::nullopt;
     if (v->type() != config_value::kind::boolean)
-      scaling_error(key, "<" + kind_name(*v) + ">", std::string("must be true or false (") + type_ + ")");
+      scaling_error(key, "<" + kind_name(*v) + ">",
+                    std::string("must be true or false (") + type_ + ")");
     return v->boolean();
   }
 
   static std::string kind_name(const config_value& v) {
     switch (v.type()) {
-      case config_value::kind::number: return format_double(v.number());
-      case config_value::kind::list: return "list";
-      case config_value::kind::boolean: return v.boolean() ? "true" : "false";
-      case config_value::kind::text: return "\"" + v.text() + "\"";
+      case config_value::kind::number:
+        return format_double(v.number());
+      case config_value::kind::list:
+        return "list";
+      case config_value::kind::boolean:
+        return v.boolean() ? "true" : "false";
+      case config_value::kind::text:
+        return "\"" + v.text() + "\"";
     }
     return "?";
   }
@@ -679,8 +695,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error("head_dim", std::to_string(head_dim), "must be positive");
   const double rho = keys.number("partial_rotary_factor").value_or(cfg.partial_rotary_factor);
   if (!(rho > 0.0) || !(rho <= 1.0))
-    detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
-                          "must be in (0, 1]");
+    detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
   const double rd = std::floor(static_cast<double>(head_dim) * rho);  // HF: int(head_dim * rho)
   const int rotary_dim = static_cast<int>(rd);
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
@@ -702,12 +717,14 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     if (auto v = keys.length("original_max_position_embeddings")) return *v;
     if (fall_back_to_max && cfg.max_position_embeddings > 0) return cfg.max_position_embeddings;
     detail::raise(error_kind::invalid_argument,
-          std::string("missing required key original_max_position_embeddings (rope_type ") +
-              to_string(sc.type) + (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
+                  std::string("missing required key original_max_position_embeddings (rope_type ") +
+                      to_string(sc.type) +
+                      (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
   };
 
   switch (sc.type) {
-    case scaling_type::none: break;
+    case scaling_type::none:
+      break;
     case scaling_type::linear:
     case scaling_type::ntk:
       sc.factor = keys.required_number("factor");
@@ -715,8 +732,9 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     case scaling_type::dynamic_ntk:
       sc.factor = keys.required_number("factor");
       if (cfg.max_position_embeddings <= 0)
-        detail::raise(error_kind::invalid_argument,
-              "missing required key max_position_embeddings (top level; M of rope_type dynamic)");
+        detail::raise(
+            error_kind::invalid_argument,
+            "missing required key max_position_embeddings (top level; M of rope_type dynamic)");
       sc.max_position_embeddings = cfg.max_position_embeddings;
       break;
     case scaling_type::yarn: {
@@ -747,8 +765,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       } else {
         if (cfg.max_position_embeddings <= 0)
           detail::raise(error_kind::invalid_argument,
-                "missing required key factor (rope_type longrope; max_position_embeddings, "
-                "which gives its default, is absent too)");
+                        "missing required key factor (rope_type longrope; max_position_embeddings, "
+                        "which gives its default, is absent too)");
         sc.factor = static_cast<double>(cfg.max_position_embeddings) /
                     static_cast<double>(sc.original_max_position_embeddings);
       }
@@ -853,16 +871,17 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
   if (status st = check_pair(in, out, to.rotary_dim); st != status::ok) return st;
   if (empty(in)) return status::ok;
   if (positions == nullptr) return status::null_pointer;
-  if (delta <= -max_table_length || delta >= max_table_length)
-    return status::position_out_of_range;
+  if (delta <= -max_table_length || delta >= max_table_length) return status::position_out_of_range;
   for (std::ptrdiff_t t = 0; t < in.n_tokens; ++t) {
     const std::int64_t p = static_cast<std::int64_t>(positions[t]);
     if (p < 0 || p >= max_table_length || p + delta < 0 || p + delta >= max_table_length)
       return status::position_out_of_range;
   }
   const auto jb = make_job(in, out, positions);
-  if (l == layout::interleaved) rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta);
-  else rerotate_rows<Dim, layout::half_split>(from, to, jb, delta);
+  if (l == layout::interleaved)
+    rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta);
+  else
+    rerotate_rows<Dim, layout::half_split>(from, to, jb, delta);
   return status::ok;
 }
 
