@@ -337,6 +337,26 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
             rope::scaling_type::none);
 }
 
+TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
+  // Lists written inline, integers and bools as a JSON parser would hand them over.
+  rope::model_config cfg;
+  cfg.head_dim = 4;
+  cfg.max_position_embeddings = 8192;
+  cfg.rope_scaling = {{"rope_type", "longrope"},
+                      {"short_factor", {1.0, 2.0}},
+                      {"long_factor", {3.0, 5.0}},
+                      {"original_max_position_embeddings", 2048},
+                      {"finetuned", true}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
+  EXPECT_EQ(m.scaling.factor, 4.0);
+  const auto r = rope::compute_frequencies(m.spec, m.scaling, 2049);
+  EXPECT_EQ(r.frequencies.inv_freq[0], 1.0 / 3.0);
+  EXPECT_EQ(r.frequencies.inv_freq[1], 0.01 / 5.0);
+  EXPECT_EQ(r.choice.list, rope::factor_list::long_factors);
+  EXPECT_NEAR(r.frequencies.attention_factor, std::sqrt(1 + std::log(4.0) / std::log(2048.0)),
+              1e-16);
+}
+
 template <class F>
 void expect_error_naming(F&& f, const std::string& needle, const std::string& what) {
   try {
