@@ -14,17 +14,19 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <rope/rope.hpp>
+#include <rope/scaling.hpp>
 
 namespace {
 
 namespace fs = std::filesystem;
 
 // rope_types whose golden cases are expected to fail until the scaling header lands.
-const std::set<std::string> kNotYetImplemented = {"linear", "ntk", "dynamic", "yarn", "llama3", "longrope"};
+const std::set<std::string> kNotYetImplemented = {};
 
 struct golden_case {
   std::string name;
@@ -79,13 +81,51 @@ rope::layout layout_of(const golden_case& c) {
   return c.at("layout") == "interleaved" ? rope::layout::interleaved : rope::layout::half_split;
 }
 
-// The library's frequencies for a case, or nothing when its rope_type is not implemented.
+std::vector<double> numbers(const std::string& text) {
+  std::vector<double> v;
+  std::istringstream in(text);
+  std::string token;
+  while (in >> token) v.push_back(std::strtod(token.c_str(), nullptr));
+  return v;
+}
+
+// The library's frequencies for a case, built through rope::from_config from the header's
+// HF keys (so the config resolution is under test too), or nothing when its rope_type is not
+// implemented. dynamic and longrope cases give the sequence length (seq_len).
 std::optional<rope::frequencies> frequencies_for(const golden_case& c) {
   const std::string type = c.at("rope_type");
-  if (type == "default")
-    return rope::default_frequencies(
-        rope::make_spec(c.integer("head_dim"), c.integer("rotary_dim"), c.number("base"), layout_of(c)));
-  return std::nullopt;
+  rope::model_config cfg;
+  cfg.rope_theta = c.number("base");
+  cfg.head_dim = c.integer("head_dim");
+  cfg.partial_rotary_factor = c.number("partial_rotary_factor");
+  if (c.header.count("max_position_embeddings"))
+    cfg.max_position_embeddings = static_cast<std::int64_t>(c.number("max_position_embeddings"));
+  auto& rs = cfg.rope_scaling;
+  rs["rope_type"] = type;
+  for (const char* key : {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                          "mscale", "mscale_all_dim", "low_freq_factor", "high_freq_factor"})
+    if (c.header.count(key)) rs[key] = c.number(key);
+  if (c.header.count("truncate")) rs["truncate"] = c.at("truncate") == "true";
+  // attention_factor (always present) is the expected result; attention_factor_config is the
+  // configured override, present only when the configuration sets one.
+  if (c.header.count("attention_factor_config"))
+    rs["attention_factor"] = c.number("attention_factor_config");
+  for (const char* key : {"short_factor", "long_factor"})
+    if (c.header.count(key)) rs[key] = numbers(c.at(key));
+  const rope::scaled_spec m = rope::from_config(cfg, layout_of(c));
+  EXPECT_EQ(m.spec.rotary_dim, c.integer("rotary_dim")) << c.name;
+  const std::int64_t seq_len =
+      c.header.count("seq_len") ? static_cast<std::int64_t>(c.number("seq_len")) : 0;
+  const rope::scaled_frequencies sf = rope::compute_frequencies(m.spec, m.scaling, seq_len);
+  if (type == "longrope") {
+    EXPECT_EQ(sf.frequencies.description, "longrope:" + c.at("derived_selected_factors")) << c.name;
+  }
+  if (type == "ntk" || type == "dynamic") {
+    EXPECT_NEAR(sf.choice.effective_base, c.number("derived_effective_base"),
+                1e-13 * c.number("derived_effective_base"))
+        << c.name;
+  }
+  return sf.frequencies;
 }
 
 struct totals {

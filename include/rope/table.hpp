@@ -276,10 +276,24 @@ class table {
     const double* cs = coarse_sin_ + h * P;
     const double* fc = fine_cos_ + l * P;
     const double* fs = fine_sin_ + l * P;
-    for (std::size_t j = 0; j < P; ++j) {
-      const double c = std::fma(cc[j], fc[j], -(cs[j] * fs[j]));
-      const double s = std::fma(cs[j], fc[j], cc[j] * fs[j]);
-      put(out, j, c, s);
+    // One loop per layout (rather than put()'s per-pair branch) so the compiler vectorizes it:
+    // this is on the decode hot path, and it runs about 3x faster (benchmarks/scaling_bench).
+    if (layout_ == layout::interleaved) {
+      for (std::size_t j = 0; j < P; ++j) {
+        const double c = std::fma(cc[j], fc[j], -(cs[j] * fs[j]));
+        const double s = std::fma(cs[j], fc[j], cc[j] * fs[j]);
+        out[2 * j] = out[2 * j + 1] = static_cast<Real>(c);
+        out[width_ + 2 * j] = static_cast<Real>(-s);
+        out[width_ + 2 * j + 1] = static_cast<Real>(s);
+      }
+    } else {
+      Real* out_s = out + width_;
+      for (std::size_t j = 0; j < P; ++j) {
+        const double c = std::fma(cc[j], fc[j], -(cs[j] * fs[j]));
+        const double s = std::fma(cs[j], fc[j], cc[j] * fs[j]);
+        out[j] = static_cast<Real>(c);
+        out_s[j] = static_cast<Real>(s);
+      }
     }
   }
 

@@ -1,0 +1,934 @@
+// rope/scaling.hpp: context extension ("RoPE scaling"): linear position interpolation, static
+// and dynamic NTK, YaRN, Llama 3.1 and LongRoPE, from a model's HF config; cached tables per
+// complete set of parameters; re-rotation of cached keys.
+//
+//   rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);     // cold path
+//   auto tab = rope::get_table<float>(m.spec, m.scaling, seq_len, positions);  // cached
+//   rope::status st = rope::apply<float, 128>(*tab, q_rows, positions_ptr);    // hot path
+//
+// The formulas are those of shared/rope-formulas.md (HF transformers' current semantics,
+// including its quirks), evaluated in double, with the angle p * w_j then formed exactly by the
+// table (rope/table.hpp). Every method yields inverse frequencies w_j and an attention factor
+// A. A multiplies cos and sin of the rotated dims only (HF convention): the rotated block of q
+// and of k is each scaled by A, so attention logits from it are scaled by A^2; pass-through dims
+// [rotary_dim, head_dim) are not scaled.
+//
+// Sequence-length dependence is explicit. `dynamic` and `longrope` frequencies depend on the
+// current sequence length L (HF: max(position_ids) + 1); the caller passes it, and the returned
+// scaling_choice says what was chosen (the effective base, the LongRoPE list) so an engine can
+// store it with its KV cache and re-rotate the cached keys (rope::rerotate) when it changes.
+// HF keeps hidden state for these (a dynamic base that only grows, a cached long list); rope
+// computes from L alone, which equals HF's result when all positions go through one call.
+//
+// Thread safety: everything here is a pure function of its arguments, except get_table, which
+// goes through the thread-safe rope::table_cache.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "rope/apply.hpp"
+#include "rope/arch/scalar.hpp"
+#include "rope/config.hpp"
+#include "rope/spec.hpp"
+#include "rope/storage.hpp"
+#include "rope/table.hpp"
+
+namespace rope {
+
+/// The scaling methods, named by HF's `rope_type` (`ntk` is not an HF type: the static
+/// NTK-aware base change, shared/rope-formulas.md section 5).
+enum class scaling_type : unsigned char {
+  none = 0,         ///< HF "default": w_j = base^(-2j/d), A = 1
+  linear = 1,       ///< position interpolation: w_j / factor
+  ntk = 2,          ///< static NTK-aware: base * factor^(d/(d-2))
+  dynamic_ntk = 3,  ///< HF "dynamic": dynamic NTK: the base grows with the sequence length beyond M
+  yarn = 4,         ///< YaRN: NTK-by-parts ramp + attention temperature
+  llama3 = 5,       ///< Llama 3.1 wavelength bands
+  longrope = 6,     ///< LongRoPE / Phi-3: per-pair short or long factor lists
+};
+
+inline const char* to_string(scaling_type t) noexcept {
+  switch (t) {
+    case scaling_type::none:
+      return "default";
+    case scaling_type::linear:
+      return "linear";
+    case scaling_type::ntk:
+      return "ntk";
+    case scaling_type::dynamic_ntk:
+      return "dynamic";
+    case scaling_type::yarn:
+      return "yarn";
+    case scaling_type::llama3:
+      return "llama3";
+    case scaling_type::longrope:
+      return "longrope";
+  }
+  return "unknown";
+}
+
+/// All parameters of one scaling method, fully resolved (no HF defaults applied here: see
+/// from_config for those). Only the fields of `type` are read. Field names are HF's keys.
+/// validate(spec, scaling) throws std::invalid_argument naming the first bad key.
+struct scaling {
+  scaling_type type = scaling_type::none;
+  /// s: linear, ntk, dynamic, yarn, llama3, longrope. Finite and > 0.
+  double factor = 1.0;
+  /// M of dynamic NTK (the top-level config value). Positive.
+  std::int64_t max_position_embeddings = 0;
+  /// M0, the pre-training length: yarn, llama3, longrope. Positive.
+  std::int64_t original_max_position_embeddings = 0;
+  /// yarn: rotation counts that end extrapolation / start interpolation; beta_fast > beta_slow > 0.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  /// yarn: floor/ceil the correction range (HF default true; gpt-oss uses false).
+  bool truncate = true;
+  /// yarn: DeepSeek-style temperature; 0 means "not set" (HF's falsy test). Used only when
+  /// both are set.
+  double mscale = 0.0;
+  double mscale_all_dim = 0.0;
+  /// yarn, longrope: explicit attention factor A, overriding the computed one.
+  std::optional<double> attention_factor;
+  /// llama3: alpha and beta of the wavelength bands (must differ, both > 0).
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
+  std::vector<double> short_factor;
+  std::vector<double> long_factor;
+
+  static scaling linear_interpolation(double factor) {
+    scaling s;
+    s.type = scaling_type::linear;
+    s.factor = factor;
+    return s;
+  }
+  static scaling ntk_static(double factor) {
+    scaling s;
+    s.type = scaling_type::ntk;
+    s.factor = factor;
+    return s;
+  }
+  static scaling dynamic_ntk(double factor, std::int64_t max_position_embeddings) {
+    scaling s;
+    s.type = scaling_type::dynamic_ntk;
+    s.factor = factor;
+    s.max_position_embeddings = max_position_embeddings;
+    return s;
+  }
+  static scaling yarn_scaling(double factor, std::int64_t original_max_position_embeddings) {
+    scaling s;
+    s.type = scaling_type::yarn;
+    s.factor = factor;
+    s.original_max_position_embeddings = original_max_position_embeddings;
+    return s;
+  }
+  static scaling llama3_scaling(double factor, double low_freq_factor, double high_freq_factor,
+                                std::int64_t original_max_position_embeddings) {
+    scaling s;
+    s.type = scaling_type::llama3;
+    s.factor = factor;
+    s.low_freq_factor = low_freq_factor;
+    s.high_freq_factor = high_freq_factor;
+    s.original_max_position_embeddings = original_max_position_embeddings;
+    return s;
+  }
+  static scaling longrope_scaling(std::vector<double> short_factor, std::vector<double> long_factor,
+                                  double factor, std::int64_t original_max_position_embeddings) {
+    scaling s;
+    s.type = scaling_type::longrope;
+    s.short_factor = std::move(short_factor);
+    s.long_factor = std::move(long_factor);
+    s.factor = factor;
+    s.original_max_position_embeddings = original_max_position_embeddings;
+    return s;
+  }
+};
+
+/// True for the methods whose frequencies depend on the sequence length (dynamic, longrope).
+constexpr bool depends_on_seq_len(scaling_type t) noexcept {
+  return t == scaling_type::dynamic_ntk || t == scaling_type::longrope;
+}
+
+/// Which LongRoPE factor list was used.
+enum class factor_list : unsigned char { none = 0, short_factors = 1, long_factors = 2 };
+
+/// What a sequence-length-dependent method chose: store it with the KV cache; keys rotated
+/// under a different choice need rope::rerotate before they are used with the new one.
+struct scaling_choice {
+  scaling_type type = scaling_type::none;
+  /// The base the frequencies were formed with: spec.base, or b' for ntk and dynamic.
+  double effective_base = 0.0;
+  /// dynamic: max(seq_len, M) (the L' of the formula); longrope: seq_len; otherwise 0.
+  std::int64_t effective_seq_len = 0;
+  /// longrope: the list used; otherwise none.
+  factor_list list = factor_list::none;
+
+  friend bool operator==(const scaling_choice& a, const scaling_choice& b) noexcept {
+    return a.type == b.type && a.effective_base == b.effective_base && a.list == b.list &&
+           (a.type != scaling_type::dynamic_ntk || a.effective_seq_len == b.effective_seq_len);
+  }
+  friend bool operator!=(const scaling_choice& a, const scaling_choice& b) noexcept {
+    return !(a == b);
+  }
+};
+
+/// Frequencies for one (spec, scaling, seq_len) and what was chosen.
+struct scaled_frequencies {
+  rope::frequencies frequencies;
+  scaling_choice choice;
+};
+
+namespace detail {
+
+[[noreturn]] inline void scaling_error(const std::string& key, const std::string& value,
+                                       const std::string& why) {
+  raise(error_kind::invalid_argument, key + "=" + value + " " + why);
+}
+
+inline void check_positive(const char* key, double v, const char* type) {
+  if (!(v > 0.0) || !std::isfinite(v))
+    scaling_error(key, format_double(v), std::string("must be finite and > 0 (") + type + ")");
+}
+
+inline void check_positive_int(const char* key, std::int64_t v, const char* type) {
+  if (v <= 0)
+    scaling_error(key, std::to_string(v), std::string("must be a positive integer (") + type + ")");
+}
+
+inline void check_factor_list(const char* key, const std::vector<double>& list, std::size_t pairs) {
+  if (list.size() != pairs)
+    scaling_error(key, "<list of " + std::to_string(list.size()) + ">",
+                  "must have rotary_dim/2 = " + std::to_string(pairs) + " entries (longrope)");
+  for (std::size_t j = 0; j < list.size(); ++j)
+    if (!(list[j] > 0.0) || !std::isfinite(list[j]))
+      scaling_error(std::string(key) + "[" + std::to_string(j) + "]", format_double(list[j]),
+                    "must be finite and > 0 (longrope)");
+}
+
+/// HF's yarn get_mscale: 1 for s <= 1, else 0.1 * mscale * ln(s) + 1 (same operation order).
+inline double yarn_mscale(double s, double mscale) {
+  if (s <= 1.0) return 1.0;
+  return 0.1 * mscale * std::log(s) + 1.0;
+}
+
+inline double yarn_attention_factor(const scaling& sc) {
+  if (sc.attention_factor) return *sc.attention_factor;
+  if (sc.mscale != 0.0 && sc.mscale_all_dim != 0.0)
+    return yarn_mscale(sc.factor, sc.mscale) / yarn_mscale(sc.factor, sc.mscale_all_dim);
+  return yarn_mscale(sc.factor, 1.0);
+}
+
+inline double longrope_attention_factor(const scaling& sc) {
+  if (sc.attention_factor) return *sc.attention_factor;
+  if (sc.factor <= 1.0) return 1.0;
+  return std::sqrt(1.0 + std::log(sc.factor) /
+                             std::log(static_cast<double>(sc.original_max_position_embeddings)));
+}
+
+/// b * g^(d/(d-2)), evaluated in long double and rounded once.
+inline double ntk_base(double base, long double g, int rotary_dim) {
+  using ld = long double;
+  const ld d = static_cast<ld>(rotary_dim);
+  return static_cast<double>(static_cast<ld>(base) * std::pow(g, d / (d - 2)));
+}
+
+}  // namespace detail
+
+/// Throws std::invalid_argument naming the first bad key of sc (or spec field). Checks:
+/// factor finite and > 0; the lengths each method reads positive; yarn beta_fast > beta_slow
+/// > 0, mscale/mscale_all_dim/attention_factor finite (a resulting attention factor must be
+/// finite and > 0); llama3 low_freq_factor != high_freq_factor, both finite and > 0; longrope
+/// lists of rotary_dim/2 finite entries > 0; ntk and dynamic need rotary_dim >= 4.
+inline void validate(const spec& s, const scaling& sc) {
+  validate(s);
+  const char* name = to_string(sc.type);
+  const std::size_t pairs = static_cast<std::size_t>(s.rotary_dim / 2);
+  switch (sc.type) {
+    case scaling_type::none:
+      return;
+    case scaling_type::linear:
+      detail::check_positive("factor", sc.factor, name);
+      return;
+    case scaling_type::ntk:
+    case scaling_type::dynamic_ntk:
+      detail::check_positive("factor", sc.factor, name);
+      if (s.rotary_dim < 4)
+        detail::scaling_error(
+            "rotary_dim", std::to_string(s.rotary_dim),
+            std::string("must be >= 4 for ") + name + " (the exponent d/(d-2) of the base change)");
+      if (sc.type == scaling_type::dynamic_ntk)
+        detail::check_positive_int("max_position_embeddings", sc.max_position_embeddings, name);
+      return;
+    case scaling_type::yarn: {
+      detail::check_positive("factor", sc.factor, name);
+      detail::check_positive_int("original_max_position_embeddings",
+                                 sc.original_max_position_embeddings, name);
+      detail::check_positive("beta_fast", sc.beta_fast, name);
+      detail::check_positive("beta_slow", sc.beta_slow, name);
+      if (!(sc.beta_fast > sc.beta_slow))
+        detail::scaling_error(
+            "beta_fast", detail::format_double(sc.beta_fast),
+            "must be greater than beta_slow=" + detail::format_double(sc.beta_slow) + " (yarn)");
+      if (!std::isfinite(sc.mscale))
+        detail::scaling_error("mscale", detail::format_double(sc.mscale), "must be finite (yarn)");
+      if (!std::isfinite(sc.mscale_all_dim))
+        detail::scaling_error("mscale_all_dim", detail::format_double(sc.mscale_all_dim),
+                              "must be finite (yarn)");
+      if (sc.attention_factor)
+        detail::check_positive("attention_factor", *sc.attention_factor, name);
+      const double a = detail::yarn_attention_factor(sc);
+      if (!(a > 0.0) || !std::isfinite(a))
+        detail::scaling_error("mscale", detail::format_double(sc.mscale),
+                              "with mscale_all_dim=" + detail::format_double(sc.mscale_all_dim) +
+                                  " gives attention factor " + detail::format_double(a) +
+                                  ", which must be finite and > 0 (yarn)");
+      return;
+    }
+    case scaling_type::llama3:
+      detail::check_positive("factor", sc.factor, name);
+      detail::check_positive("low_freq_factor", sc.low_freq_factor, name);
+      detail::check_positive("high_freq_factor", sc.high_freq_factor, name);
+      if (sc.low_freq_factor == sc.high_freq_factor)
+        detail::scaling_error("low_freq_factor", detail::format_double(sc.low_freq_factor),
+                              "must differ from high_freq_factor (llama3: it divides by their "
+                              "difference)");
+      detail::check_positive_int("original_max_position_embeddings",
+                                 sc.original_max_position_embeddings, name);
+      return;
+    case scaling_type::longrope:
+      detail::check_factor_list("short_factor", sc.short_factor, pairs);
+      detail::check_factor_list("long_factor", sc.long_factor, pairs);
+      detail::check_positive("factor", sc.factor, name);
+      detail::check_positive_int("original_max_position_embeddings",
+                                 sc.original_max_position_embeddings, name);
+      if (sc.attention_factor)
+        detail::check_positive("attention_factor", *sc.attention_factor, name);
+      return;
+  }
+  detail::scaling_error("rope_type", std::to_string(static_cast<int>(sc.type)),
+                        "is not a rope::scaling_type");
+}
+
+/// The frequencies and attention factor of spec s under scaling sc for sequence length
+/// seq_len (HF: max(position_ids) + 1; read only by dynamic and longrope, which require
+/// seq_len >= 1). Validates (std::invalid_argument naming the key).
+///
+/// `frequencies.identity` encodes the method and every parameter (list entries included) and
+/// the sequence-length choice, so the table cache never shares a table between two
+/// configurations that differ in any parameter; `frequencies.description` names the choice,
+/// e.g. "longrope:long", "dynamic:base=...". scaling_type::none gives exactly
+/// default_frequencies(s) (and shares its tables).
+inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
+                                              std::int64_t seq_len = 0) {
+  validate(s, sc);
+  if (depends_on_seq_len(sc.type) && seq_len < 1)
+    detail::scaling_error("seq_len", std::to_string(seq_len),
+                          std::string("must be >= 1: ") + to_string(sc.type) +
+                              " frequencies depend on the sequence length");
+  scaled_frequencies out;
+  out.frequencies = default_frequencies(s);
+  out.choice.type = sc.type;
+  out.choice.effective_base = s.base;
+  if (sc.type == scaling_type::none) return out;
+
+  frequencies& f = out.frequencies;
+  std::vector<double>& w = f.inv_freq;
+  const std::size_t pairs = w.size();
+  const int d = s.rotary_dim;
+  const double id = static_cast<double>(static_cast<int>(sc.type));
+  switch (sc.type) {
+    case scaling_type::none:
+      break;
+    case scaling_type::linear:
+      for (double& v : w) v /= sc.factor;
+      f.identity = {id, s.base, sc.factor};
+      f.description = "linear:factor=" + detail::format_double(sc.factor);
+      break;
+    case scaling_type::ntk:
+    case scaling_type::dynamic_ntk: {
+      long double g = static_cast<long double>(sc.factor);
+      if (sc.type == scaling_type::dynamic_ntk) {
+        const std::int64_t m = sc.max_position_embeddings;
+        const std::int64_t lp = std::max(seq_len, m);
+        out.choice.effective_seq_len = lp;
+        g = static_cast<long double>(sc.factor) * static_cast<long double>(lp) /
+                static_cast<long double>(m) -
+            (static_cast<long double>(sc.factor) - 1.0L);
+      }
+      const double b = detail::ntk_base(s.base, g, d);
+      if (!(b > 1.0) || !std::isfinite(b))
+        detail::scaling_error("factor", detail::format_double(sc.factor),
+                              std::string("gives the base ") + detail::format_double(b) +
+                                  ", which must be finite and > 1 (" + to_string(sc.type) + ")");
+      out.choice.effective_base = b;
+      for (std::size_t j = 0; j < pairs; ++j) w[j] = detail::default_inv_freq(b, j, d);
+      if (sc.type == scaling_type::ntk) {
+        f.identity = {id, s.base, sc.factor};
+        f.description = "ntk:base=" + detail::format_double(b);
+      } else {
+        f.identity = {id, s.base, sc.factor, static_cast<double>(sc.max_position_embeddings),
+                      static_cast<double>(out.choice.effective_seq_len)};
+        f.description = "dynamic:base=" + detail::format_double(b);
+      }
+      break;
+    }
+    case scaling_type::yarn: {
+      // Correction range c(n) = d ln(M0 / (2 pi n)) / (2 ln b), in HF's operation order so
+      // that floor/ceil land where HF's do.
+      const double pi = 3.141592653589793;
+      const double dd = static_cast<double>(d);
+      const double m0 = static_cast<double>(sc.original_max_position_embeddings);
+      auto correction = [&](double n) {
+        return dd * std::log(m0 / (n * 2 * pi)) / (2 * std::log(s.base));
+      };
+      double lo = correction(sc.beta_fast), hi = correction(sc.beta_slow);
+      if (sc.truncate) {
+        lo = std::floor(lo);
+        hi = std::ceil(hi);
+      }
+      lo = std::max(lo, 0.0);
+      hi = std::min(hi, dd - 1);  // d - 1, not d/2 - 1: HF's (and ggml's) quirk, kept
+      if (hi == lo) hi += 0.001;
+      for (std::size_t j = 0; j < pairs; ++j) {
+        const double ramp = std::min(std::max((static_cast<double>(j) - lo) / (hi - lo), 0.0), 1.0);
+        const double extrapolation = 1.0 - ramp;
+        // HF: interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+        w[j] = (w[j] / sc.factor) * (1.0 - extrapolation) + w[j] * extrapolation;
+      }
+      f.attention_factor = detail::yarn_attention_factor(sc);
+      f.identity = {id,
+                    s.base,
+                    sc.factor,
+                    static_cast<double>(sc.original_max_position_embeddings),
+                    sc.beta_fast,
+                    sc.beta_slow,
+                    sc.truncate ? 1.0 : 0.0,
+                    sc.mscale,
+                    sc.mscale_all_dim,
+                    sc.attention_factor ? 1.0 : 0.0,
+                    sc.attention_factor.value_or(0.0)};
+      f.description = "yarn:factor=" + detail::format_double(sc.factor) + ",ramp=[" +
+                      detail::format_double(lo) + "," + detail::format_double(hi) + "]";
+      break;
+    }
+    case scaling_type::llama3: {
+      const double pi = 3.141592653589793;
+      const double m0 = static_cast<double>(sc.original_max_position_embeddings);
+      const double low_wavelen = m0 / sc.low_freq_factor;
+      const double high_wavelen = m0 / sc.high_freq_factor;
+      for (std::size_t j = 0; j < pairs; ++j) {
+        const double theta = w[j];
+        const double wavelen = 2 * pi / theta;
+        if (wavelen < high_wavelen) continue;  // high frequencies: unchanged
+        if (wavelen > low_wavelen) {
+          w[j] = theta / sc.factor;  // low frequencies: interpolated
+          continue;
+        }
+        const double smooth =
+            (m0 / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
+        w[j] = (1 - smooth) * theta / sc.factor + smooth * theta;
+      }
+      f.identity = {id, s.base, sc.factor, sc.low_freq_factor, sc.high_freq_factor, m0};
+      f.description = "llama3:factor=" + detail::format_double(sc.factor);
+      break;
+    }
+    case scaling_type::longrope: {
+      const bool use_long = seq_len > sc.original_max_position_embeddings;
+      const std::vector<double>& e = use_long ? sc.long_factor : sc.short_factor;
+      for (std::size_t j = 0; j < pairs; ++j) w[j] /= e[j];
+      f.attention_factor = detail::longrope_attention_factor(sc);
+      out.choice.list = use_long ? factor_list::long_factors : factor_list::short_factors;
+      out.choice.effective_seq_len = seq_len;
+      f.identity = {id,
+                    s.base,
+                    sc.factor,
+                    static_cast<double>(sc.original_max_position_embeddings),
+                    sc.attention_factor ? 1.0 : 0.0,
+                    sc.attention_factor.value_or(0.0),
+                    use_long ? 1.0 : 0.0,
+                    static_cast<double>(pairs)};
+      f.identity.insert(f.identity.end(), sc.short_factor.begin(), sc.short_factor.end());
+      f.identity.insert(f.identity.end(), sc.long_factor.begin(), sc.long_factor.end());
+      f.description = use_long ? "longrope:long" : "longrope:short";
+      break;
+    }
+  }
+  detail::check_frequencies(f);
+  return out;
+}
+
+/// A table from `cache` for spec s under scaling sc at sequence length seq_len, covering at
+/// least `positions` positions (see table_cache::get: shared, grows, old handles stay valid).
+/// The table's frequencies() carry the identity and description; compute_frequencies gives the
+/// scaling_choice. Use table_mode::compact (or automatic, which switches to it beyond
+/// ROPE_DENSE_TABLE_MAX_BYTES) for long contexts: 2^20 positions at rotary_dim 128 take 2 MiB.
+template <class Real>
+std::shared_ptr<const table<Real>> get_table(table_cache& cache, const spec& s, const scaling& sc,
+                                             std::int64_t seq_len, std::int64_t positions,
+                                             table_mode mode = table_mode::automatic) {
+  return cache.get<Real>(compute_frequencies(s, sc, seq_len).frequencies, s.layout, positions,
+                         mode);
+}
+
+/// The same through the process-wide cache (table_cache::global()).
+template <class Real>
+std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, std::int64_t seq_len,
+                                             std::int64_t positions,
+                                             table_mode mode = table_mode::automatic) {
+  return get_table<Real>(table_cache::global(), s, sc, seq_len, positions, mode);
+}
+
+// ---------------------------------------------------------------------------------------------
+// From a model's config.
+
+/// One value of a `rope_scaling` / `rope_parameters` entry as the engine's JSON parser gives
+/// it: a number, a list of numbers, a bool or a string (rope_type).
+class config_value {
+ public:
+  enum class kind : unsigned char { number, list, boolean, text };
+
+  /// A number 0 (so that std::map::operator[] works).
+  config_value() noexcept : kind_(kind::number) {}
+  config_value(double v) : kind_(kind::number), number_(v) {}  // NOLINT: implicit on purpose
+  template <class I,
+            std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+  config_value(I v) : kind_(kind::number), number_(static_cast<double>(v)) {}      // NOLINT
+  config_value(bool v) : kind_(kind::boolean), boolean_(v) {}                      // NOLINT
+  config_value(std::vector<double> v) : kind_(kind::list), list_(std::move(v)) {}  // NOLINT
+  config_value(std::initializer_list<double> v) : kind_(kind::list), list_(v) {}   // NOLINT
+  config_value(std::string v) : kind_(kind::text), text_(std::move(v)) {}          // NOLINT
+  config_value(const char* v) : kind_(kind::text), text_(v) {}                     // NOLINT
+
+  kind type() const noexcept { return kind_; }
+  double number() const noexcept { return number_; }
+  const std::vector<double>& list() const noexcept { return list_; }
+  bool boolean() const noexcept { return boolean_; }
+  const std::string& text() const noexcept { return text_; }
+
+ private:
+  kind kind_;
+  double number_ = 0.0;
+  bool boolean_ = false;
+  std::vector<double> list_;
+  std::string text_;
+};
+
+/// The RoPE-related fields of an HF `config.json` (the engine parses its own JSON).
+struct model_config {
+  double rope_theta = 10000.0;
+  /// head_dim, or 0 to use hidden_size / num_attention_heads.
+  int head_dim = 0;
+  int hidden_size = 0;
+  int num_attention_heads = 0;
+  /// rho in (0, 1]; rotary_dim = int(head_dim * rho) must be even.
+  double partial_rotary_factor = 1.0;
+  /// Top-level max_position_embeddings (0 = absent): M of dynamic NTK; default M0 of yarn and
+  /// longrope; the default longrope factor is max_position_embeddings / M0.
+  std::int64_t max_position_embeddings = 0;
+  /// Top-level original_max_position_embeddings (Phi-3 has it there; 0 = absent). When present
+  /// it takes priority over the key inside rope_scaling (HF's config standardisation).
+  std::int64_t original_max_position_embeddings = 0;
+  /// `rope_scaling` (v4) or `rope_parameters` (v5), key -> value; empty for plain RoPE. Keys:
+  /// rope_type (alias: type), factor, original_max_position_embeddings, beta_fast, beta_slow,
+  /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
+  /// short_factor, long_factor; v5 also puts rope_theta and partial_rotary_factor here (they
+  /// then override the top-level fields). Other keys are ignored, as HF does.
+  std::map<std::string, config_value> rope_scaling;
+};
+
+/// A model's spec (rotation) and scaling.
+struct scaled_spec {
+  rope::spec spec;
+  rope::scaling scaling;
+};
+
+namespace detail {
+
+class scaling_keys {
+ public:
+  explicit scaling_keys(const std::map<std::string, config_value>& m, const char* type)
+      : map_(m), type_(type) {}
+
+  const config_value* find(const char* key) const {
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+
+  std::optional<double> number(const char* key) const {
+    const config_value* v = find(key);
+    if (!v) return std::nullopt;
+    if (v->type() != config_value::kind::number)
+      scaling_error(key, "<" + kind_name(*v) + ">",
+                    std::string("must be a number (") + type_ + ")");
+    return v->number();
+  }
+
+  double required_number(const char* key) const {
+    std::optional<double> v = number(key);
+    if (!v)
+      raise(error_kind::invalid_argument,
+            std::string("missing required key ") + key + " (rope_type " + type_ + ")");
+    return *v;
+  }
+
+  std::optional<std::int64_t> length(const char* key) const {
+    std::optional<double> v = number(key);
+    if (!v) return std::nullopt;
+    if (!(*v > 0) || !std::isfinite(*v) || std::floor(*v) != *v || *v > 9.0e15)
+      scaling_error(key, format_double(*v),
+                    std::string("must be a positive integer (") + type_ + ")");
+    return static_cast<std::int64_t>(*v);
+  }
+
+  const std::vector<double>& required_list(const char* key) const {
+    const config_value* v = find(key);
+    if (!v)
+      raise(error_kind::invalid_argument,
+            std::string("missing required key ") + key + " (rope_type " + type_ + ")");
+    if (v->type() != config_value::kind::list)
+      scaling_error(key, "<" + kind_name(*v) + ">",
+                    std::string("must be a list of numbers (") + type_ + ")");
+    return v->list();
+  }
+
+  std::optional<bool> boolean(const char* key) const {
+    const config_value* v = find(key);
+    if (!v) return std::nullopt;
+    if (v->type() != config_value::kind::boolean)
+      scaling_error(key, "<" + kind_name(*v) + ">",
+                    std::string("must be true or false (") + type_ + ")");
+    return v->boolean();
+  }
+
+  static std::string kind_name(const config_value& v) {
+    switch (v.type()) {
+      case config_value::kind::number:
+        return format_double(v.number());
+      case config_value::kind::list:
+        return "list";
+      case config_value::kind::boolean:
+        return v.boolean() ? "true" : "false";
+      case config_value::kind::text:
+        return "\"" + v.text() + "\"";
+    }
+    return "?";
+  }
+
+ private:
+  const std::map<std::string, config_value>& map_;
+  const char* type_;
+};
+
+inline scaling_type parse_rope_type(const std::string& t) {
+  if (t == "default") return scaling_type::none;
+  if (t == "linear") return scaling_type::linear;
+  if (t == "ntk") return scaling_type::ntk;
+  if (t == "dynamic") return scaling_type::dynamic_ntk;
+  if (t == "yarn") return scaling_type::yarn;
+  if (t == "llama3") return scaling_type::llama3;
+  if (t == "longrope") return scaling_type::longrope;
+  scaling_error("rope_type", "\"" + t + "\"",
+                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope)");
+}
+
+}  // namespace detail
+
+/// The spec and scaling of a model from its config fields, resolving HF's defaults as HF's
+/// current code does (shared/rope-formulas.md sections 3-9, 13): yarn beta_fast/beta_slow 0
+/// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn and longrope M0
+/// defaults to max_position_embeddings; the longrope factor defaults to
+/// max_position_embeddings / M0; a top-level original_max_position_embeddings takes priority
+/// over the rope_scaling key. The layout is not in the config: name it.
+///
+/// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
+/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, beta_fast <=
+/// beta_slow, low_freq_factor == high_freq_factor, a list of the wrong length or with an entry
+/// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions or base.
+inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
+  const auto& m = cfg.rope_scaling;
+  // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
+  for (const auto& [key, v] : m) {
+    if (v.type() == config_value::kind::number && !std::isfinite(v.number()))
+      detail::scaling_error(key, detail::format_double(v.number()), "must be finite");
+    if (v.type() == config_value::kind::list)
+      for (std::size_t j = 0; j < v.list().size(); ++j)
+        if (!std::isfinite(v.list()[j]))
+          detail::scaling_error(key + "[" + std::to_string(j) + "]",
+                                detail::format_double(v.list()[j]), "must be finite");
+  }
+  std::string type_name = "default";
+  const char* type_key = m.count("rope_type") ? "rope_type" : (m.count("type") ? "type" : nullptr);
+  if (type_key) {
+    const config_value& v = m.at(type_key);
+    if (v.type() != config_value::kind::text)
+      detail::scaling_error(type_key, detail::scaling_keys::kind_name(v), "must be a string");
+    type_name = v.text();
+  }
+  scaled_spec out;
+  scaling& sc = out.scaling;
+  sc.type = detail::parse_rope_type(type_name);
+  const detail::scaling_keys keys(m, to_string(sc.type));
+
+  // The spec.
+  const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
+  if (!(theta > 1.0) || !std::isfinite(theta))
+    detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
+  int head_dim = cfg.head_dim;
+  if (head_dim == 0) {
+    if (cfg.hidden_size <= 0 || cfg.num_attention_heads <= 0)
+      detail::scaling_error("head_dim", "0",
+                            "needs hidden_size (" + std::to_string(cfg.hidden_size) +
+                                ") and num_attention_heads (" +
+                                std::to_string(cfg.num_attention_heads) + ") both positive");
+    head_dim = cfg.hidden_size / cfg.num_attention_heads;
+  }
+  if (head_dim <= 0)
+    detail::scaling_error("head_dim", std::to_string(head_dim), "must be positive");
+  const double rho = keys.number("partial_rotary_factor").value_or(cfg.partial_rotary_factor);
+  if (!(rho > 0.0) || !(rho <= 1.0))
+    detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
+  const double rd = std::floor(static_cast<double>(head_dim) * rho);  // HF: int(head_dim * rho)
+  const int rotary_dim = static_cast<int>(rd);
+  if (rotary_dim < 2 || rotary_dim % 2 != 0)
+    detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
+                          "gives rotary_dim=int(" + std::to_string(head_dim) + " * rho)=" +
+                              std::to_string(rotary_dim) + ", which must be even and >= 2");
+  out.spec = make_spec(head_dim, rotary_dim, theta, l);
+  if (cfg.max_position_embeddings < 0)
+    detail::scaling_error("max_position_embeddings", std::to_string(cfg.max_position_embeddings),
+                          "must be positive (0 = absent)");
+  if (cfg.original_max_position_embeddings < 0)
+    detail::scaling_error("original_max_position_embeddings",
+                          std::to_string(cfg.original_max_position_embeddings),
+                          "must be positive (0 = absent)");
+
+  // M0: top-level, else the key, else max_position_embeddings.
+  auto resolve_m0 = [&](bool fall_back_to_max) -> std::int64_t {
+    if (cfg.original_max_position_embeddings > 0) return cfg.original_max_position_embeddings;
+    if (auto v = keys.length("original_max_position_embeddings")) return *v;
+    if (fall_back_to_max && cfg.max_position_embeddings > 0) return cfg.max_position_embeddings;
+    detail::raise(error_kind::invalid_argument,
+                  std::string("missing required key original_max_position_embeddings (rope_type ") +
+                      to_string(sc.type) +
+                      (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
+  };
+
+  switch (sc.type) {
+    case scaling_type::none:
+      break;
+    case scaling_type::linear:
+    case scaling_type::ntk:
+      sc.factor = keys.required_number("factor");
+      break;
+    case scaling_type::dynamic_ntk:
+      sc.factor = keys.required_number("factor");
+      if (cfg.max_position_embeddings <= 0)
+        detail::raise(
+            error_kind::invalid_argument,
+            "missing required key max_position_embeddings (top level; M of rope_type dynamic)");
+      sc.max_position_embeddings = cfg.max_position_embeddings;
+      break;
+    case scaling_type::yarn: {
+      sc.factor = keys.required_number("factor");
+      sc.original_max_position_embeddings = resolve_m0(true);
+      const double bf = keys.number("beta_fast").value_or(0.0);
+      const double bs = keys.number("beta_slow").value_or(0.0);
+      sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
+      sc.beta_slow = bs != 0.0 ? bs : 1.0;
+      sc.truncate = keys.boolean("truncate").value_or(true);
+      sc.mscale = keys.number("mscale").value_or(0.0);
+      sc.mscale_all_dim = keys.number("mscale_all_dim").value_or(0.0);
+      sc.attention_factor = keys.number("attention_factor");
+      break;
+    }
+    case scaling_type::llama3:
+      sc.factor = keys.required_number("factor");
+      sc.low_freq_factor = keys.required_number("low_freq_factor");
+      sc.high_freq_factor = keys.required_number("high_freq_factor");
+      sc.original_max_position_embeddings = resolve_m0(false);
+      break;
+    case scaling_type::longrope: {
+      sc.short_factor = keys.required_list("short_factor");
+      sc.long_factor = keys.required_list("long_factor");
+      sc.original_max_position_embeddings = resolve_m0(true);
+      if (auto f = keys.number("factor")) {
+        sc.factor = *f;
+      } else {
+        if (cfg.max_position_embeddings <= 0)
+          detail::raise(error_kind::invalid_argument,
+                        "missing required key factor (rope_type longrope; max_position_embeddings, "
+                        "which gives its default, is absent too)");
+        sc.factor = static_cast<double>(cfg.max_position_embeddings) /
+                    static_cast<double>(sc.original_max_position_embeddings);
+      }
+      sc.attention_factor = keys.number("attention_factor");
+      break;
+    }
+  }
+  validate(out.spec, sc);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Re-rotation of cached keys (hot path: noexcept, no allocation, validation before any write).
+
+namespace detail {
+
+// s + t = a + b exactly.
+inline void two_sum(double a, double b, double& s, double& t) noexcept {
+  s = a + b;
+  const double bb = s - a;
+  t = (a - (s - bb)) + (b - bb);
+}
+
+/// cos and sin of q*wb - p*wa, with both products and their difference formed in
+/// double-double, so the angle is accurate to about 2^-53 of itself however large p is.
+inline void cos_sin_of_difference(double q, double wb, double p, double wa, double& c,
+                                  double& s) noexcept {
+  const double hb = q * wb, lb = std::fma(q, wb, -hb);
+  const double ha = p * wa, la = std::fma(p, wa, -ha);
+  double sum, err;
+  two_sum(hb, -ha, sum, err);
+  const double tail = err + (lb - la);
+  const double hi = sum + tail;
+  const double lo = tail - (hi - sum);
+  const double ch = std::cos(hi), sh = std::sin(hi);
+  c = std::fma(-sh, lo, ch);
+  s = std::fma(ch, lo, sh);
+}
+
+inline bool frequencies_ok(const frequencies& f) noexcept {
+  if (f.rotary_dim < 2 || f.rotary_dim % 2 != 0 || f.rotary_dim > max_rotary_dim) return false;
+  if (f.inv_freq.size() != static_cast<std::size_t>(f.rotary_dim / 2)) return false;
+  for (double w : f.inv_freq)
+    if (!(w >= 0.0) || !std::isfinite(w)) return false;
+  return f.attention_factor > 0.0 && std::isfinite(f.attention_factor);
+}
+
+/// Keys at positions p rotated with `from` become keys at p + delta rotated with `to`.
+template <std::size_t Dim, layout L, class TIn, class TOut, class Pos>
+void rerotate_rows(const frequencies& from, const frequencies& to, const job<TIn, TOut, Pos>& jb,
+                   std::int64_t delta) noexcept {
+  const std::size_t d = static_cast<std::size_t>(to.rotary_dim);
+  const std::size_t P = d / 2;
+  const std::size_t m = L == layout::interleaved ? d : P;
+  constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
+  alignas(64) double row[2 * cap];
+  alignas(64) double x[cap];
+  const double ratio = to.attention_factor / from.attention_factor;
+  using load_in = storage_traits<TIn>;
+  using store_out = storage_traits<TOut>;
+  using R = compute_type_t<TOut>;
+  for (std::size_t t = 0; t < jb.n_tokens; ++t) {
+    const std::int64_t p = static_cast<std::int64_t>(jb.positions[t]);
+    const double pa = static_cast<double>(p), pb = static_cast<double>(p + delta);
+    for (std::size_t j = 0; j < P; ++j) {
+      double c, s;
+      cos_sin_of_difference(pb, to.inv_freq[j], pa, from.inv_freq[j], c, s);
+      c *= ratio;
+      s *= ratio;
+      if constexpr (L == layout::interleaved) {
+        row[2 * j] = row[2 * j + 1] = c;
+        row[m + 2 * j] = -s;
+        row[m + 2 * j + 1] = s;
+      } else {
+        row[j] = c;
+        row[m + j] = s;
+      }
+    }
+    for (std::size_t h = 0; h < jb.n_heads; ++h) {
+      const TIn* in = jb.in + t * jb.in_token_stride + h * jb.in_head_stride;
+      TOut* out = jb.out + t * jb.out_token_stride + h * jb.out_head_stride;
+      // The keys are widened to double, rotated in double by the scalar kernel and rounded
+      // once: the re-rotation adds about half an ulp to the error the keys already carry.
+      for (std::size_t i = 0; i < d; ++i) x[i] = static_cast<double>(load_in::load(in[i]));
+      arch::scalar::rotate_row<Dim, L, false>(x, x, row, row + m, d);
+      for (std::size_t i = 0; i < d; ++i) out[i] = store_out::store(static_cast<R>(x[i]));
+      if (jb.copy_tail) copy_tail(in, out, d, jb.head_dim);
+    }
+  }
+}
+
+template <std::size_t Dim, class T, class TOut, class Pos>
+status rerotate_checked(const frequencies& from, const frequencies& to, layout l,
+                        const heads_view<const T>& in, const heads_view<TOut>& out,
+                        const Pos* positions, std::int64_t delta) noexcept {
+  static_assert(Dim % 2 == 0 && Dim <= static_cast<std::size_t>(max_rotary_dim),
+                "Dim (the rotary dim) must be even and <= rope::max_rotary_dim");
+  if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim ||
+      (l != layout::interleaved && l != layout::half_split))
+    return status::bad_dimension;
+  if (Dim != 0 && static_cast<std::size_t>(to.rotary_dim) != Dim) return status::bad_dimension;
+  if (status st = check_pair(in, out, to.rotary_dim); st != status::ok) return st;
+  if (empty(in)) return status::ok;
+  if (positions == nullptr) return status::null_pointer;
+  if (delta <= -max_table_length || delta >= max_table_length) return status::position_out_of_range;
+  for (std::ptrdiff_t t = 0; t < in.n_tokens; ++t) {
+    const std::int64_t p = static_cast<std::int64_t>(positions[t]);
+    if (p < 0 || p >= max_table_length || p + delta < 0 || p + delta >= max_table_length)
+      return status::position_out_of_range;
+  }
+  const auto jb = make_job(in, out, positions);
+  if (l == layout::interleaved)
+    rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta);
+  else
+    rerotate_rows<Dim, layout::half_split>(from, to, jb, delta);
+  return status::ok;
+}
+
+}  // namespace detail
+
+/// Keys rotated with frequencies `from` at positions[t] become keys rotated with `to` at the
+/// same positions (e.g. LongRoPE short -> long list, a new dynamic-NTK base, a new attention
+/// factor), out of place or in place (out == in). The result equals rotating the original
+/// keys with `to` within 4 * 2^-24 * r (float; r the pair's norm times max(1, A_to)): the
+/// per-token angle q*w_to - p*w_from is formed in double-double, the magnitude is
+/// A_to / A_from, and the keys are rotated in double and rounded once. Dims [rotary_dim,
+/// head_dim) are untouched (copied out of place).
+///
+/// noexcept, no allocation. Errors (nothing written): status::bad_dimension for invalid
+/// frequencies, different rotary dims, a bad layout, Dim != rotary_dim or head_dim <
+/// rotary_dim; status::position_out_of_range for a position < 0 or >= 2^32; and the view
+/// errors of rope::apply.
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status rerotate(const frequencies& from, const frequencies& to, layout l,
+                              heads_view<const T> in, heads_view<TOut> out,
+                              const Pos* positions) noexcept {
+  return detail::rerotate_checked<Dim>(from, to, l, in, out, positions, 0);
+}
+
+/// In place.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status rerotate(const frequencies& from, const frequencies& to, layout l,
+                              heads_view<T> keys, const Pos* positions) noexcept {
+  return detail::rerotate_checked<Dim>(from, to, l, heads_view<const T>(keys), keys, positions, 0);
+}
+
+/// Context shift (sliding window with attention sinks, dropped tokens): keys rotated with f at
+/// positions[t] become keys rotated with f at positions[t] + delta (delta may be negative; the
+/// new position must be >= 0 and < 2^32, else status::position_out_of_range and nothing is
+/// written). Same accuracy and contract as rerotate.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status shift_positions(const frequencies& f, layout l, heads_view<T> keys,
+                                     const Pos* positions, std::int64_t delta) noexcept {
+  return detail::rerotate_checked<Dim>(f, f, l, heads_view<const T>(keys), keys, positions, delta);
+}
+
+/// Out of place.
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status shift_positions(const frequencies& f, layout l, heads_view<const T> in,
+                                     heads_view<TOut> out, const Pos* positions,
+                                     std::int64_t delta) noexcept {
+  return detail::rerotate_checked<Dim>(f, f, l, in, out, positions, delta);
+}
+
+}  // namespace rope

@@ -1,0 +1,931 @@
+// rope/scaling.hpp: each method's frequencies against an independent long double evaluation
+// of shared/rope-formulas.md and against its defining property; config resolution and every
+// invalid-config error naming its key; table cache separation per parameter; re-rotation and
+// position shift against the long double 2x2 oracle; long-context (compact) tables.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <rope/scaling.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "oracle.hpp"
+
+namespace {
+
+using ld = long double;
+constexpr ld kU = 0x1p-24L;
+constexpr rope::layout kLayouts[] = {rope::layout::interleaved, rope::layout::half_split};
+const ld kPi = 3.141592653589793238462643383279502884L;
+
+rope::spec spec(int d, double base, rope::layout l = rope::layout::half_split, int head = 0) {
+  return rope::make_spec(head ? head : d, d, base, l);
+}
+
+std::vector<ld> as_ld(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
+
+// Largest |got_j - want_j| / |want_j|.
+ld max_rel_err(const std::vector<double>& got, const std::vector<ld>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  ld worst = 0;
+  for (std::size_t j = 0; j < got.size() && j < want.size(); ++j)
+    worst = std::max(worst, std::fabs(static_cast<ld>(got[j]) - want[j]) / want[j]);
+  return worst;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties of each method.
+
+TEST(Linear, IsDefaultWithPositionsDividedByTheFactor) {
+  for (rope::layout l : kLayouts)
+    for (double s : {2.0, 4.0, 8.0, 2.5}) {
+      const rope::spec sp = spec(128, 1e4, l);
+      const auto f =
+          rope::compute_frequencies(sp, rope::scaling::linear_interpolation(s)).frequencies;
+      const auto theta = oracle::inv_freq(1e4, 128);
+      EXPECT_EQ(f.attention_factor, 1.0);
+      auto tab = rope::table<float>::build(f, l, 1 << 21);
+      std::mt19937_64 gen(7);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      std::vector<float> x(128), y(128);
+      ld worst = 0;
+      for (std::int64_t p :
+           {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{4097},
+            std::int64_t{123457}, std::int64_t{1} << 20, (std::int64_t{1} << 21) - 1}) {
+        for (auto& v : x) v = dist(gen);
+        ASSERT_EQ(rope::apply<float>(*tab, p, x.data(), y.data(), 128), rope::status::ok);
+        // Default frequencies at position p / s, in long double.
+        const auto want = oracle::rotate(x.data(), 128, 128, theta, l, static_cast<ld>(p) / s);
+        for (std::size_t j = 0; j < 64; ++j) {
+          const std::size_t i0 = oracle::first(l, j, 64), i1 = oracle::second(l, j, 64);
+          const ld r = std::hypot(static_cast<ld>(x[i0]), static_cast<ld>(x[i1]));
+          worst = std::max({worst, std::fabs(y[i0] - want[i0]) / (kU * r),
+                            std::fabs(y[i1] - want[i1]) / (kU * r)});
+        }
+      }
+      EXPECT_LE(worst, 3.0L) << "factor " << s;
+    }
+}
+
+TEST(DynamicNtk, IsDefaultUpToMaxPositionsAndChangesTheBaseBeyond) {
+  const rope::spec sp = spec(128, 1e4);
+  const rope::scaling sc = rope::scaling::dynamic_ntk(2.0, 4096);
+  const auto plain = rope::default_frequencies(sp);
+  for (std::int64_t L : {1, 100, 4095, 4096}) {
+    const auto r = rope::compute_frequencies(sp, sc, L);
+    EXPECT_EQ(r.frequencies.inv_freq, plain.inv_freq) << "L=" << L;
+    EXPECT_EQ(r.choice.effective_base, 1e4);
+    EXPECT_EQ(r.choice.effective_seq_len, 4096);
+  }
+  const auto a = rope::compute_frequencies(sp, sc, 8192),
+             b = rope::compute_frequencies(sp, sc, 16384);
+  EXPECT_NE(a.choice, b.choice);
+  EXPECT_GT(a.choice.effective_base, 1e4);
+  EXPECT_GT(b.choice.effective_base, a.choice.effective_base);
+  for (std::int64_t L :
+       {std::int64_t{4097}, std::int64_t{8192}, std::int64_t{16384}, std::int64_t{1000001}}) {
+    const auto r = rope::compute_frequencies(sp, sc, L);
+    // b' = b * (s L / M - (s - 1))^(d / (d - 2)), w_j = b'^(-2j/d), in long double.
+    const ld g = 2.0L * static_cast<ld>(L) / 4096 - 1;
+    const ld base = 1e4L * std::pow(g, 128.0L / 126);
+    EXPECT_LE(std::fabs(r.choice.effective_base - base) / base, 1e-15L) << "L=" << L;
+    std::vector<ld> w(64);
+    for (std::size_t j = 0; j < 64; ++j) w[j] = std::pow(base, -static_cast<ld>(2 * j) / 128);
+    EXPECT_LE(max_rel_err(r.frequencies.inv_freq, w), 4e-15L) << "L=" << L;
+    // The lowest frequency is interpolated by exactly g (the NTK property), the highest kept.
+    EXPECT_EQ(r.frequencies.inv_freq[0], 1.0);
+  }
+}
+
+TEST(StaticNtk, InterpolatesTheLowestFrequencyByTheFactorAndEqualsDynamicAtItsPoint) {
+  for (int d : {4, 64, 128}) {
+    const rope::spec sp = spec(d, 5e5);
+    const double s = 4;
+    const auto f = rope::compute_frequencies(sp, rope::scaling::ntk_static(s)).frequencies;
+    const auto theta = oracle::inv_freq(5e5, d);
+    const std::size_t last = static_cast<std::size_t>(d / 2 - 1);
+    EXPECT_EQ(f.inv_freq[0], 1.0);
+    EXPECT_LE(std::fabs(f.inv_freq[last] - theta[last] / s) / (theta[last] / s), 1e-14L);
+    // dynamic at L = M (2s - 1) / s equals ntk (shared/rope-formulas.md section 5).
+    const auto dyn =
+        rope::compute_frequencies(sp, rope::scaling::dynamic_ntk(s, 4096), 4096 * 7 / 4);
+    for (std::size_t j = 0; j <= last; ++j)
+      EXPECT_NEAR(dyn.frequencies.inv_freq[j], f.inv_freq[j], 1e-15 * f.inv_freq[j]);
+  }
+}
+
+TEST(Yarn, FrequenciesLieBetweenInterpolatedAndDefaultWithTheRamp) {
+  // M0 = 65536 at d = 40 puts ceil(c(beta_slow)) = 21 past the last pair (19): HF clamps to
+  // d - 1, so the ramp does not reach 1 inside the head (shared/rope-formulas.md 12.1).
+  for (bool truncate : {true, false})
+    for (int d : {40, 64, 128})
+      for (double s : {4.0, 16.0, 40.0})
+        for (std::int64_t m0 : {std::int64_t{4096}, std::int64_t{65536}}) {
+          const rope::spec sp = spec(d, 1e4);
+          rope::scaling sc = rope::scaling::yarn_scaling(s, m0);
+          sc.truncate = truncate;
+          const auto r = rope::compute_frequencies(sp, sc);
+          const auto theta = oracle::inv_freq(1e4, d);
+          // Independent ramp in long double.
+          auto c = [&](ld n) {
+            return d * std::log(static_cast<ld>(m0) / (n * 2 * kPi)) / (2 * std::log(1e4L));
+          };
+          ld lo = c(32), hi = c(1);
+          if (truncate) lo = std::floor(lo), hi = std::ceil(hi);
+          lo = std::max(lo, 0.0L);
+          hi = std::min(hi, static_cast<ld>(d - 1));
+          for (std::size_t j = 0; j < theta.size(); ++j) {
+            const ld w = r.frequencies.inv_freq[j];
+            EXPECT_LE(w, theta[j] * (1 + 1e-15L)) << "j=" << j;
+            EXPECT_GE(w, theta[j] / s * (1 - 1e-15L)) << "j=" << j;
+            const ld ramp = std::min(std::max((static_cast<ld>(j) - lo) / (hi - lo), 0.0L), 1.0L);
+            const ld want = theta[j] * (1 - ramp) + theta[j] / s * ramp;
+            EXPECT_LE(std::fabs(w - want) / want, 1e-13L) << "j=" << j;
+            if (static_cast<ld>(j) <= lo) {
+              EXPECT_LE(std::fabs(w - theta[j]) / theta[j], 1e-15L);
+            }
+          }
+          EXPECT_DOUBLE_EQ(r.frequencies.attention_factor, 1 + 0.1 * std::log(s));
+        }
+}
+
+TEST(Yarn, AttentionFactorOverrideAndMscaleRatio) {
+  const rope::spec sp = spec(64, 1e4);
+  rope::scaling sc = rope::scaling::yarn_scaling(8, 4096);
+  sc.mscale = 1;
+  sc.mscale_all_dim = 0.5;
+  EXPECT_NEAR(rope::compute_frequencies(sp, sc).frequencies.attention_factor,
+              (1 + 0.1 * std::log(8.0)) / (1 + 0.05 * std::log(8.0)), 1e-16);
+  sc.mscale_all_dim = 0;  // HF: 0 is "not set": back to 1 + 0.1 ln s
+  EXPECT_NEAR(rope::compute_frequencies(sp, sc).frequencies.attention_factor,
+              1 + 0.1 * std::log(8.0), 1e-16);
+  sc.attention_factor = 1.25;
+  EXPECT_EQ(rope::compute_frequencies(sp, sc).frequencies.attention_factor, 1.25);
+  sc = rope::scaling::yarn_scaling(0.5, 4096);  // s <= 1: no temperature
+  EXPECT_EQ(rope::compute_frequencies(sp, sc).frequencies.attention_factor, 1.0);
+}
+
+TEST(Llama3, BandsByWavelength) {
+  for (double s : {8.0, 32.0})
+    for (int d : {64, 128}) {
+      const rope::spec sp = spec(d, 5e5);
+      const auto r = rope::compute_frequencies(sp, rope::scaling::llama3_scaling(s, 1, 4, 8192));
+      const auto theta = oracle::inv_freq(5e5, d);
+      int high = 0, mid = 0, low = 0;
+      for (std::size_t j = 0; j < theta.size(); ++j) {
+        const ld lambda = 2 * kPi / theta[j];
+        const ld w = r.frequencies.inv_freq[j];
+        if (lambda < 8192.0L / 4) {
+          ++high;
+          EXPECT_LE(std::fabs(w - theta[j]) / theta[j], 2e-16L) << "unchanged j=" << j;
+        } else if (lambda > 8192.0L) {
+          ++low;
+          EXPECT_LE(std::fabs(w - theta[j] / s) / (theta[j] / s), 2e-16L) << "divided j=" << j;
+        } else {
+          ++mid;
+          const ld sigma = (8192 / lambda - 1) / 3;
+          EXPECT_GE(sigma, 0);
+          EXPECT_LE(sigma, 1);
+          const ld want = (1 - sigma) * theta[j] / s + sigma * theta[j];
+          EXPECT_LE(std::fabs(w - want) / want, 1e-14L) << "smoothed j=" << j;
+          EXPECT_LT(w, theta[j]);
+          EXPECT_GT(w, theta[j] / s);
+        }
+      }
+      EXPECT_GT(high, 0);
+      EXPECT_GT(mid, 0);
+      EXPECT_GT(low, 0);
+      EXPECT_EQ(r.frequencies.attention_factor, 1.0);
+    }
+  // Llama 3.1 (d = 128, b = 5e5): pairs 0-28 untouched, 29-34 smoothed, 35-63 divided.
+  const auto r =
+      rope::compute_frequencies(spec(128, 5e5), rope::scaling::llama3_scaling(8, 1, 4, 8192));
+  const auto theta = rope::default_frequencies(spec(128, 5e5)).inv_freq;
+  for (std::size_t j = 0; j < 64; ++j) {
+    if (j <= 28) {
+      EXPECT_EQ(r.frequencies.inv_freq[j], theta[j]) << j;
+    } else if (j >= 35) {
+      EXPECT_EQ(r.frequencies.inv_freq[j], theta[j] / 8) << j;
+    } else {
+      EXPECT_TRUE(r.frequencies.inv_freq[j] < theta[j] && r.frequencies.inv_freq[j] > theta[j] / 8)
+          << j;
+    }
+  }
+}
+
+rope::scaling longrope_example(std::size_t pairs, double factor = 32, std::int64_t m0 = 4096) {
+  std::vector<double> sh(pairs), lg(pairs);
+  for (std::size_t j = 0; j < pairs; ++j) {
+    sh[j] = 1.0 + 0.01 * static_cast<double>(j);
+    lg[j] = 1.0 + 0.5 * static_cast<double>(j);
+  }
+  return rope::scaling::longrope_scaling(sh, lg, factor, m0);
+}
+
+TEST(LongRope, ShortListIffSeqLenAtMostOriginalLength) {
+  const rope::spec sp = spec(96, 1e4);
+  const rope::scaling sc = longrope_example(48);
+  const auto theta = oracle::inv_freq(1e4, 96);
+  const ld a = std::sqrt(1 + std::log(32.0L) / std::log(4096.0L));
+  for (std::int64_t L : {1, 2, 4095, 4096, 4097, 8192, 131072}) {
+    const auto r = rope::compute_frequencies(sp, sc, L);
+    const bool want_long = L > 4096;
+    EXPECT_EQ(r.choice.list,
+              want_long ? rope::factor_list::long_factors : rope::factor_list::short_factors);
+    EXPECT_EQ(r.frequencies.description, want_long ? "longrope:long" : "longrope:short");
+    const auto& e = want_long ? sc.long_factor : sc.short_factor;
+    std::vector<ld> w(48);
+    for (std::size_t j = 0; j < 48; ++j) w[j] = theta[j] / e[j];
+    EXPECT_LE(max_rel_err(r.frequencies.inv_freq, w), 3e-16L);
+    // The attention factor is the same for both lists.
+    EXPECT_LE(std::fabs(r.frequencies.attention_factor - a), 3e-16L);
+  }
+  EXPECT_EQ(rope::compute_frequencies(sp, sc, 4096).choice,
+            rope::compute_frequencies(sp, sc, 1).choice);
+  EXPECT_NE(rope::compute_frequencies(sp, sc, 4096).choice,
+            rope::compute_frequencies(sp, sc, 4097).choice);
+}
+
+TEST(Scaling, NoneIsExactlyTheDefault) {
+  const rope::spec sp = spec(64, 1e4);
+  const auto r = rope::compute_frequencies(sp, rope::scaling{});
+  const auto d = rope::default_frequencies(sp);
+  EXPECT_EQ(r.frequencies.inv_freq, d.inv_freq);
+  EXPECT_EQ(r.frequencies.identity, d.identity);
+  EXPECT_EQ(r.frequencies.attention_factor, 1.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// From a model's config.
+
+rope::model_config llama_like() {
+  rope::model_config cfg;
+  cfg.rope_theta = 5e5;
+  cfg.hidden_size = 4096;
+  cfg.num_attention_heads = 32;
+  cfg.max_position_embeddings = 131072;
+  return cfg;
+}
+
+TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
+  // Llama 3.1: head_dim from hidden_size / heads.
+  rope::model_config cfg = llama_like();
+  cfg.rope_scaling = {{"rope_type", "llama3"},
+                      {"factor", 8},
+                      {"low_freq_factor", 1},
+                      {"high_freq_factor", 4},
+                      {"original_max_position_embeddings", 8192}};
+  auto m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.spec.head_dim, 128);
+  EXPECT_EQ(m.spec.rotary_dim, 128);
+  EXPECT_EQ(m.spec.base, 5e5);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::llama3);
+  EXPECT_EQ(m.scaling.original_max_position_embeddings, 8192);
+
+  // `type` is an alias of `rope_type`; yarn's falsy defaults and M0 fallback.
+  cfg = llama_like();
+  cfg.max_position_embeddings = 32768;
+  cfg.rope_scaling = {
+      {"type", "yarn"}, {"factor", 4}, {"beta_fast", 0}, {"beta_slow", 0}, {"mscale", 0}};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::yarn);
+  EXPECT_EQ(m.scaling.beta_fast, 32);
+  EXPECT_EQ(m.scaling.beta_slow, 1);
+  EXPECT_EQ(m.scaling.original_max_position_embeddings, 32768);
+  EXPECT_TRUE(m.scaling.truncate);
+  EXPECT_FALSE(m.scaling.attention_factor.has_value());
+
+  // Phi-3 style longrope: top-level original_max_position_embeddings, factor from the ratio,
+  // partial rotary factor.
+  cfg = rope::model_config{};
+  cfg.rope_theta = 1e4;
+  cfg.head_dim = 128;
+  cfg.partial_rotary_factor = 0.75;
+  cfg.max_position_embeddings = 131072;
+  cfg.original_max_position_embeddings = 4096;
+  cfg.rope_scaling = {{"rope_type", "longrope"},
+                      {"short_factor", std::vector<double>(48, 1.0)},
+                      {"long_factor", std::vector<double>(48, 2.0)},
+                      {"original_max_position_embeddings", 2048}};  // the top level wins
+  m = rope::from_config(cfg, rope::layout::interleaved);
+  EXPECT_EQ(m.spec.rotary_dim, 96);
+  EXPECT_EQ(m.scaling.original_max_position_embeddings, 4096);
+  EXPECT_EQ(m.scaling.factor, 32.0);
+
+  // v5 rope_parameters carry rope_theta and partial_rotary_factor.
+  cfg = llama_like();
+  cfg.rope_scaling = {
+      {"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.spec.base, 1e6);
+  EXPECT_EQ(m.spec.rotary_dim, 64);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::none);
+
+  // No rope_scaling at all: plain RoPE; unknown keys are ignored as HF does.
+  cfg = llama_like();
+  cfg.rope_scaling = {{"finetuned", true}};
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
+            rope::scaling_type::none);
+}
+
+TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
+  // Lists written inline, integers and bools as a JSON parser would hand them over.
+  rope::model_config cfg;
+  cfg.head_dim = 4;
+  cfg.max_position_embeddings = 8192;
+  cfg.rope_scaling = {{"rope_type", "longrope"},
+                      {"short_factor", {1.0, 2.0}},
+                      {"long_factor", {3.0, 5.0}},
+                      {"original_max_position_embeddings", 2048},
+                      {"finetuned", true}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
+  EXPECT_EQ(m.scaling.factor, 4.0);
+  const auto r = rope::compute_frequencies(m.spec, m.scaling, 2049);
+  EXPECT_EQ(r.frequencies.inv_freq[0], 1.0 / 3.0);
+  EXPECT_EQ(r.frequencies.inv_freq[1], 0.01 / 5.0);
+  EXPECT_EQ(r.choice.list, rope::factor_list::long_factors);
+  EXPECT_NEAR(r.frequencies.attention_factor, std::sqrt(1 + std::log(4.0) / std::log(2048.0)),
+              1e-16);
+}
+
+template <class F>
+void expect_error_naming(F&& f, const std::string& needle, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": no exception; expected one naming '" << needle << "'";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << what << ": message '" << e.what() << "' does not name '" << needle << "'";
+  } catch (...) {
+    ADD_FAILURE() << what << ": not std::invalid_argument";
+  }
+}
+
+struct bad_config {
+  std::string what;
+  std::map<std::string, rope::config_value> rope_scaling;
+  std::string key;
+  std::function<void(rope::model_config&)> adjust = nullptr;
+};
+
+TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> ok64(64, 1.0);
+  std::vector<double> short63(63, 1.0), zero_entry = ok64, neg_entry = ok64, nan_entry = ok64;
+  zero_entry[17] = 0;
+  neg_entry[3] = -1;
+  nan_entry[5] = nan;
+  const std::vector<bad_config> cases = {
+      {"unknown rope_type", {{"rope_type", "su-per"}}, "rope_type"},
+      {"unknown type alias", {{"type", "nope"}}, "rope_type"},
+      {"rope_type not a string", {{"rope_type", 3}}, "rope_type"},
+      {"linear without factor", {{"rope_type", "linear"}}, "factor"},
+      {"ntk without factor", {{"rope_type", "ntk"}}, "factor"},
+      {"dynamic without factor", {{"rope_type", "dynamic"}}, "factor"},
+      {"yarn without factor", {{"rope_type", "yarn"}}, "factor"},
+      {"llama3 without factor",
+       {{"rope_type", "llama3"},
+        {"low_freq_factor", 1},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "factor"},
+      {"llama3 without low_freq_factor",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"llama3 without high_freq_factor",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 1},
+        {"original_max_position_embeddings", 8192}},
+       "high_freq_factor"},
+      {"llama3 without M0",
+       {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1}, {"high_freq_factor", 4}},
+       "original_max_position_embeddings"},
+      {"longrope without short_factor",
+       {{"rope_type", "longrope"}, {"long_factor", ok64}},
+       "short_factor"},
+      {"longrope without long_factor",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}},
+       "long_factor"},
+      {"dynamic without max_position_embeddings",
+       {{"rope_type", "dynamic"}, {"factor", 2}},
+       "max_position_embeddings",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
+      {"yarn without any M0",
+       {{"rope_type", "yarn"}, {"factor", 2}},
+       "original_max_position_embeddings",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
+      {"linear factor 0", {{"rope_type", "linear"}, {"factor", 0}}, "factor=0"},
+      {"linear factor -2", {{"rope_type", "linear"}, {"factor", -2}}, "factor=-2"},
+      {"ntk factor 0", {{"rope_type", "ntk"}, {"factor", 0.0}}, "factor=0"},
+      {"dynamic factor -1", {{"rope_type", "dynamic"}, {"factor", -1}}, "factor=-1"},
+      {"yarn factor 0", {{"rope_type", "yarn"}, {"factor", 0}}, "factor=0"},
+      {"llama3 factor 0",
+       {{"rope_type", "llama3"},
+        {"factor", 0},
+        {"low_freq_factor", 1},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", 8192}},
+       "factor=0"},
+      {"longrope factor -1",
+       {{"rope_type", "longrope"}, {"factor", -1}, {"short_factor", ok64}, {"long_factor", ok64}},
+       "factor=-1"},
+      {"factor NaN", {{"rope_type", "linear"}, {"factor", nan}}, "factor"},
+      {"factor Inf", {{"rope_type", "yarn"}, {"factor", inf}}, "factor"},
+      {"factor a string", {{"rope_type", "linear"}, {"factor", "4"}}, "factor"},
+      {"factor a list", {{"rope_type", "linear"}, {"factor", std::vector<double>{4}}}, "factor"},
+      {"beta_fast < beta_slow",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 1}, {"beta_slow", 2}},
+       "beta_fast"},
+      {"beta_fast == beta_slow",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 8}, {"beta_slow", 8}},
+       "beta_fast"},
+      {"beta_slow negative",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"beta_slow", -1}},
+       "beta_slow"},
+      {"beta_fast NaN", {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", nan}}, "beta_fast"},
+      {"mscale Inf", {{"rope_type", "yarn"}, {"factor", 4}, {"mscale", inf}}, "mscale"},
+      {"mscale_all_dim NaN",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"mscale", 1}, {"mscale_all_dim", nan}},
+       "mscale_all_dim"},
+      {"yarn attention_factor NaN",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", nan}},
+       "attention_factor"},
+      {"yarn attention_factor 0",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", 0}},
+       "attention_factor"},
+      {"truncate a number", {{"rope_type", "yarn"}, {"factor", 4}, {"truncate", 1}}, "truncate"},
+      {"yarn M0 not an integer",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 4096.5}},
+       "original_max_position_embeddings"},
+      {"low == high",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 2},
+        {"high_freq_factor", 2},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"low_freq_factor Inf",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", inf},
+        {"high_freq_factor", 2},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"short list too short",
+       {{"rope_type", "longrope"}, {"short_factor", short63}, {"long_factor", ok64}},
+       "short_factor"},
+      {"long list too long",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", std::vector<double>(65, 1.0)}},
+       "long_factor"},
+      {"list entry 0",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", zero_entry}},
+       "long_factor[17]"},
+      {"list entry negative",
+       {{"rope_type", "longrope"}, {"short_factor", neg_entry}, {"long_factor", ok64}},
+       "short_factor[3]"},
+      {"list entry NaN",
+       {{"rope_type", "longrope"}, {"short_factor", ok64}, {"long_factor", nan_entry}},
+       "long_factor[5]"},
+      {"list not a list",
+       {{"rope_type", "longrope"}, {"short_factor", 1.0}, {"long_factor", ok64}},
+       "short_factor"},
+      {"longrope attention_factor Inf",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"attention_factor", inf}},
+       "attention_factor"},
+      {"NaN in an unused key",
+       {{"rope_type", "linear"}, {"factor", 2}, {"beta_fast", nan}},
+       "beta_fast"},
+      {"rope_theta NaN", {}, "rope_theta", [&](rope::model_config& c) { c.rope_theta = nan; }},
+      {"rope_theta 1", {}, "rope_theta", [](rope::model_config& c) { c.rope_theta = 1; }},
+      {"rope_theta Inf in the map", {{"rope_theta", inf}}, "rope_theta"},
+      {"partial_rotary_factor NaN",
+       {},
+       "partial_rotary_factor",
+       [&](rope::model_config& c) { c.partial_rotary_factor = nan; }},
+      {"partial_rotary_factor 1.5",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 1.5; }},
+      {"partial_rotary_factor 0",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 0; }},
+      {"odd rotary dim",
+       {},
+       "partial_rotary_factor",
+       [](rope::model_config& c) { c.partial_rotary_factor = 0.1015625; }},
+      {"no head_dim and no heads",
+       {},
+       "head_dim",
+       [](rope::model_config& c) { c.num_attention_heads = 0; }},
+      {"ntk with rotary_dim 2",
+       {{"rope_type", "ntk"}, {"factor", 2}},
+       "rotary_dim",
+       [](rope::model_config& c) { c.head_dim = 2; }},
+      {"dynamic with rotary_dim 2",
+       {{"rope_type", "dynamic"}, {"factor", 2}},
+       "rotary_dim",
+       [](rope::model_config& c) {
+         c.head_dim = 64;
+         c.partial_rotary_factor = 1.0 / 32;
+       }},
+  };
+  for (const auto& bc : cases) {
+    rope::model_config cfg = llama_like();
+    cfg.rope_scaling = bc.rope_scaling;
+    if (bc.adjust) bc.adjust(cfg);
+    expect_error_naming([&] { (void)rope::from_config(cfg, rope::layout::half_split); }, bc.key,
+                        bc.what);
+  }
+}
+
+TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
+  const rope::spec sp = spec(64, 1e4);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto expect = [&](rope::scaling sc, const std::string& key, const std::string& what,
+                    std::int64_t seq_len = 100) {
+    expect_error_naming([&] { (void)rope::compute_frequencies(sp, sc, seq_len); }, key, what);
+  };
+  expect(rope::scaling::linear_interpolation(0), "factor=0", "linear 0");
+  expect(rope::scaling::linear_interpolation(nan), "factor=nan", "linear NaN");
+  expect(rope::scaling::dynamic_ntk(2, 0), "max_position_embeddings", "dynamic M=0");
+  expect(rope::scaling::dynamic_ntk(2, 4096), "seq_len", "dynamic without seq_len", 0);
+  expect(longrope_example(32), "seq_len", "longrope without seq_len", 0);
+  expect(rope::scaling::yarn_scaling(4, -1), "original_max_position_embeddings", "yarn M0");
+  rope::scaling y = rope::scaling::yarn_scaling(4, 4096);
+  y.beta_fast = 1;
+  expect(y, "beta_fast", "yarn betas");
+  y = rope::scaling::yarn_scaling(4, 4096);
+  y.mscale = -30;  // 1 + 0.1 * -30 * ln 4 < 0
+  y.mscale_all_dim = 1;
+  expect(y, "mscale", "yarn negative temperature");
+  expect(rope::scaling::llama3_scaling(8, 4, 4, 8192), "low_freq_factor", "llama3 low == high");
+  expect(longrope_example(31), "short_factor", "longrope list length");
+  rope::scaling lr = longrope_example(32);
+  lr.long_factor[31] = 0;
+  expect(lr, "long_factor[31]", "longrope entry 0");
+  rope::scaling bad;
+  bad.type = static_cast<rope::scaling_type>(42);
+  expect(bad, "rope_type", "enum out of range");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables: cached per complete parameters.
+
+TEST(ScalingCache, TablesDifferWhenAnyParameterDiffers) {
+  rope::table_cache cache;
+  const rope::spec sp = spec(128, 1e4);
+  // beta_fast 32 vs 33: with truncation the ramp is identical, so are the numbers; the
+  // identity still tells them apart.
+  const rope::scaling y32 = rope::scaling::yarn_scaling(4, 4096);
+  rope::scaling y33 = y32;
+  y33.beta_fast = 33;
+  EXPECT_EQ(rope::compute_frequencies(sp, y32).frequencies.inv_freq,
+            rope::compute_frequencies(sp, y33).frequencies.inv_freq);
+  const auto t32 = rope::get_table<float>(cache, sp, y32, 0, 64);
+  EXPECT_EQ(t32, rope::get_table<float>(cache, sp, y32, 0, 64));
+  EXPECT_NE(t32, rope::get_table<float>(cache, sp, y33, 0, 64));
+  // One long_factor entry, while the short list is in use: same numbers, different tables.
+  const rope::scaling a = longrope_example(64);
+  rope::scaling b = a;
+  b.long_factor[40] *= 1.0000001;
+  const auto ta = rope::get_table<float>(cache, sp, a, 100, 64);
+  const auto tb = rope::get_table<float>(cache, sp, b, 100, 64);
+  EXPECT_EQ(ta->inv_freq(), tb->inv_freq());
+  EXPECT_NE(ta, tb);
+  EXPECT_NE(rope::get_table<float>(cache, sp, a, 5000, 64),
+            rope::get_table<float>(cache, sp, b, 5000, 64));
+  // Other parameters, one at a time.
+  rope::scaling m = y32;
+  m.mscale = 1;
+  EXPECT_NE(t32, rope::get_table<float>(cache, sp, m, 0, 64));
+  m = y32;
+  m.truncate = false;
+  EXPECT_NE(t32, rope::get_table<float>(cache, sp, m, 0, 64));
+  m = y32;
+  m.attention_factor = 1 + 0.1 * std::log(4.0);  // explicit but equal to the computed one
+  EXPECT_NE(t32, rope::get_table<float>(cache, sp, m, 0, 64));
+  // Dynamic: every length up to M shares the default-base table; beyond, one per length.
+  const rope::scaling dyn = rope::scaling::dynamic_ntk(2, 4096);
+  const auto d1 = rope::get_table<float>(cache, sp, dyn, 1, 64);
+  EXPECT_EQ(d1, rope::get_table<float>(cache, sp, dyn, 4096, 64));
+  EXPECT_NE(d1, rope::get_table<float>(cache, sp, dyn, 4097, 64));
+  EXPECT_EQ(d1->frequencies().description, "dynamic:base=10000");
+  // Linear scaling vs plain RoPE with the same numbers: not shared.
+  rope::frequencies lin1 =
+      rope::compute_frequencies(sp, rope::scaling::linear_interpolation(1)).frequencies;
+  EXPECT_EQ(lin1.inv_freq, rope::default_frequencies(sp).inv_freq);
+  EXPECT_NE(cache.get<float>(lin1, sp.layout, 64), cache.get<float>(sp, 64));
+  // scaling_type::none shares the plain table.
+  EXPECT_EQ(rope::get_table<float>(cache, sp, rope::scaling{}, 0, 64), cache.get<float>(sp, 64));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Re-rotation of cached keys and position shifts, against the long double oracle.
+
+struct transition {
+  std::string name;
+  rope::frequencies from, to;
+};
+
+std::vector<transition> transitions(const rope::spec& sp) {
+  const std::size_t pairs = static_cast<std::size_t>(sp.rotary_dim / 2);
+  auto f = [&](const rope::scaling& sc, std::int64_t L = 0) {
+    return rope::compute_frequencies(sp, sc, L).frequencies;
+  };
+  const rope::frequencies plain = rope::default_frequencies(sp);
+  rope::scaling ym = rope::scaling::yarn_scaling(8, 4096);
+  ym.mscale = 1;
+  ym.mscale_all_dim = 0.5;
+  const rope::scaling lr = longrope_example(pairs);
+  return {
+      {"default->linear", plain, f(rope::scaling::linear_interpolation(4))},
+      {"default->ntk", plain, f(rope::scaling::ntk_static(4))},
+      {"dynamic 4096->16384", f(rope::scaling::dynamic_ntk(2, 4096), 4096),
+       f(rope::scaling::dynamic_ntk(2, 4096), 16384)},
+      {"dynamic 8192->1000001", f(rope::scaling::dynamic_ntk(4, 4096), 8192),
+       f(rope::scaling::dynamic_ntk(4, 4096), 1000001)},
+      {"default->yarn", plain, f(rope::scaling::yarn_scaling(4, 4096))},
+      {"yarn->yarn mscale", f(rope::scaling::yarn_scaling(8, 4096)), f(ym)},
+      {"default->llama3", plain, f(rope::scaling::llama3_scaling(8, 1, 4, 8192))},
+      {"longrope short->long", f(lr, 4096), f(lr, 4097)},
+      {"longrope long->default", f(lr, 5000), plain},
+      {"yarn->longrope", f(rope::scaling::yarn_scaling(16, 4096)), f(lr, 4097)},
+  };
+}
+
+std::vector<std::int64_t> rerotation_positions() {
+  std::vector<std::int64_t> p = {0, 1, 2, 4095, 4096, 4097, 65535, 1 << 20, (1 << 20) + 1, 3000000};
+  std::mt19937_64 gen(5);
+  for (int i = 0; i < 22; ++i)
+    p.push_back(static_cast<std::int64_t>(gen() % (std::uint64_t{1} << 22)));
+  return p;
+}
+
+// Largest |got - oracle| over every rotated element, in units of u * r * max(1, A), r the
+// pair's norm in x; the pass-through dims must be unchanged bit for bit.
+template <class T>
+ld max_error_vs_oracle(const std::vector<T>& x, const std::vector<T>& got, int heads, int D, int d,
+                       rope::layout l, const rope::frequencies& f,
+                       const std::vector<std::int64_t>& pos, std::int64_t delta, ld unit) {
+  const std::vector<ld> w = as_ld(f.inv_freq);
+  const std::size_t P = static_cast<std::size_t>(d / 2);
+  ld worst = 0;
+  for (std::size_t t = 0; t < pos.size(); ++t)
+    for (int h = 0; h < heads; ++h) {
+      const std::size_t off = (t * static_cast<std::size_t>(heads) + static_cast<std::size_t>(h)) *
+                              static_cast<std::size_t>(D);
+      const auto want = oracle::rotate(x.data() + off, D, d, w, l, static_cast<ld>(pos[t] + delta),
+                                       1, static_cast<ld>(f.attention_factor));
+      for (std::size_t j = 0; j < P; ++j) {
+        const std::size_t i0 = oracle::first(l, j, P), i1 = oracle::second(l, j, P);
+        const ld r = std::hypot(static_cast<ld>(x[off + i0]), static_cast<ld>(x[off + i1])) *
+                     std::max<ld>(1, f.attention_factor);
+        worst = std::max({worst, std::fabs(got[off + i0] - want[i0]) / (unit * r),
+                          std::fabs(got[off + i1] - want[i1]) / (unit * r)});
+      }
+      for (std::size_t k = static_cast<std::size_t>(d); k < static_cast<std::size_t>(D); ++k)
+        EXPECT_EQ(std::memcmp(&got[off + k], &x[off + k], sizeof(T)), 0);
+    }
+  return worst;
+}
+
+TEST(Rerotate, EqualsFreshRotationForEveryMethodAndLayoutFloat) {
+  const int heads = 3;
+  ld overall = 0;
+  for (rope::layout l : kLayouts)
+    for (auto [D, d] : {std::pair<int, int>{128, 128}, {96, 64}}) {
+      const rope::spec sp = rope::make_spec(D, d, 1e4, l);
+      const auto pos = rerotation_positions();
+      const auto n = static_cast<std::ptrdiff_t>(pos.size());
+      std::mt19937 gen(11);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      std::vector<float> x(pos.size() * heads * static_cast<std::size_t>(D));
+      for (auto& v : x) v = dist(gen);
+      for (const auto& tr : transitions(sp)) {
+        std::vector<float> keys = x;
+        const auto view = rope::packed_heads(keys.data(), n, heads, D);
+        auto tab =
+            rope::table<float>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
+        ASSERT_EQ(rope::apply<float>(*tab, view, pos.data()), rope::status::ok);
+        ASSERT_EQ(rope::rerotate<float>(tr.from, tr.to, l, view, pos.data()), rope::status::ok);
+        const ld err = max_error_vs_oracle(x, keys, heads, D, d, l, tr.to, pos, 0, kU);
+        EXPECT_LE(err, 4.0L) << tr.name << " " << rope::to_string(l) << " D=" << D << " d=" << d;
+        overall = std::max(overall, err);
+        // Out of place gives the same bits, and copies the pass-through dims.
+        std::vector<float> rotated = x, out(x.size(), -7.0f);
+        const auto rv = rope::packed_heads(rotated.data(), n, heads, D);
+        ASSERT_EQ(rope::apply<float>(*tab, rv, pos.data()), rope::status::ok);
+        ASSERT_EQ((rope::rerotate<float>(tr.from, tr.to, l, rope::heads_view<const float>(rv),
+                                         rope::packed_heads(out.data(), n, heads, D), pos.data())),
+                  rope::status::ok);
+        EXPECT_EQ(out, keys) << tr.name;
+      }
+    }
+  std::printf("rerotate (float): largest error %.3Lf * 2^-24 * r * max(1, A) (bound 4)\n", overall);
+}
+
+TEST(Rerotate, EqualsFreshRotationDouble) {
+  for (rope::layout l : kLayouts) {
+    const rope::spec sp = rope::make_spec(64, 64, 1e4, l);
+    const auto pos = rerotation_positions();
+    const auto n = static_cast<std::ptrdiff_t>(pos.size());
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    std::vector<double> x(pos.size() * 64);
+    for (auto& v : x) v = dist(gen);
+    for (const auto& tr : transitions(sp)) {
+      std::vector<double> keys = x;
+      const auto view = rope::packed_heads(keys.data(), n, 1, 64);
+      auto tab =
+          rope::table<double>::build(tr.from, l, std::int64_t{1} << 22, rope::table_mode::compact);
+      ASSERT_EQ(rope::apply<double>(*tab, view, pos.data()), rope::status::ok);
+      ASSERT_EQ(rope::rerotate<double>(tr.from, tr.to, l, view, pos.data()), rope::status::ok);
+      // Angles up to 4e6 rad: the table's double bound (3 + |theta|) u grows with them; the
+      // re-rotation adds about u.
+      const ld err = max_error_vs_oracle(x, keys, 1, 64, 64, l, tr.to, pos, 0, 0x1p-53L);
+      EXPECT_LE(err, 16.0L + 4.2e6L) << tr.name;
+    }
+  }
+}
+
+TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
+  const int heads = 2;
+  for (rope::layout l : kLayouts) {
+    const rope::spec sp = rope::make_spec(128, 128, 1e6, l);
+    for (const rope::frequencies& f :
+         {rope::default_frequencies(sp),
+          rope::compute_frequencies(sp, rope::scaling::yarn_scaling(4, 32768)).frequencies}) {
+      for (std::int64_t delta : {std::int64_t{-4}, std::int64_t{-1000}, std::int64_t{1},
+                                 std::int64_t{123457}, -(std::int64_t{1} << 20)}) {
+        std::vector<std::int64_t> pos;
+        for (std::int64_t p : rerotation_positions())
+          if (p + delta >= 0) pos.push_back(p);
+        const auto n = static_cast<std::ptrdiff_t>(pos.size());
+        std::mt19937 gen(17);
+        std::uniform_real_distribution<float> dist(-1, 1);
+        std::vector<float> x(pos.size() * heads * 128);
+        for (auto& v : x) v = dist(gen);
+        std::vector<float> keys = x;
+        const auto view = rope::packed_heads(keys.data(), n, heads, 128);
+        auto tab =
+            rope::table<float>::build(f, l, std::int64_t{1} << 22, rope::table_mode::compact);
+        ASSERT_EQ(rope::apply<float>(*tab, view, pos.data()), rope::status::ok);
+        ASSERT_EQ(rope::shift_positions<float>(f, l, view, pos.data(), delta), rope::status::ok);
+        EXPECT_LE(max_error_vs_oracle(x, keys, heads, 128, 128, l, f, pos, delta, kU), 4.0L)
+            << f.description << " delta " << delta;
+      }
+    }
+  }
+}
+
+TEST(Rerotate, BadInputIsRefusedAndNothingWritten) {
+  const rope::spec sp = spec(64, 1e4);
+  const rope::frequencies a = rope::default_frequencies(sp);
+  const rope::frequencies b =
+      rope::compute_frequencies(sp, rope::scaling::linear_interpolation(2)).frequencies;
+  const rope::frequencies other = rope::default_frequencies(spec(32, 1e4));
+  std::vector<float> keys(3 * 64, 7777.25f);
+  const std::vector<float> canary = keys;
+  const auto view = rope::packed_heads(keys.data(), 3, 1, 64);
+  std::int64_t pos[3] = {5, 0, 9};
+  EXPECT_EQ(rope::rerotate<float>(a, other, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, b, static_cast<rope::layout>(0), view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ((rope::rerotate<float, 32>(a, b, rope::layout::half_split, view, pos)),
+            rope::status::bad_dimension);
+  rope::frequencies broken = b;
+  broken.inv_freq[3] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
+  broken = b;
+  broken.attention_factor = 0;
+  EXPECT_EQ(rope::rerotate<float>(a, broken, rope::layout::half_split, view, pos),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view,
+                                  static_cast<const std::int64_t*>(nullptr)),
+            rope::status::null_pointer);
+  pos[2] = -1;
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos),
+            rope::status::position_out_of_range);
+  pos[2] = std::int64_t{1} << 32;
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, view, pos),
+            rope::status::position_out_of_range);
+  pos[2] = 9;
+  // The shifted position of token 1 (0) would be -1.
+  EXPECT_EQ(rope::shift_positions<float>(a, rope::layout::half_split, view, pos, -1),
+            rope::status::position_out_of_range);
+  EXPECT_EQ(
+      rope::shift_positions<float>(a, rope::layout::half_split, view, pos, std::int64_t{1} << 40),
+      rope::status::position_out_of_range);
+  const auto narrow = rope::heads_view<float>{keys.data(), 3, 1, 32, 64, 32};
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split, narrow, pos),
+            rope::status::bad_dimension);
+  // Partially overlapping in and out.
+  EXPECT_EQ(
+      (rope::rerotate<float>(a, b, rope::layout::half_split, rope::heads_view<const float>(view),
+                             rope::packed_heads(keys.data() + 1, 2, 1, 64), pos)),
+      rope::status::bad_dimension);
+  EXPECT_EQ((rope::rerotate<float>(a, b, rope::layout::half_split,
+                                   rope::heads_view<const float>{keys.data(), 2, 1, 64, 64, 64},
+                                   rope::packed_heads(keys.data() + 1, 2, 1, 64), pos)),
+            rope::status::overlapping_buffers);
+  EXPECT_EQ(keys, canary);
+  // Zero tokens: success, nothing touched, positions not read.
+  EXPECT_EQ(rope::rerotate<float>(a, b, rope::layout::half_split,
+                                  rope::packed_heads(keys.data(), 0, 1, 64),
+                                  static_cast<const std::int32_t*>(nullptr)),
+            rope::status::ok);
+  EXPECT_EQ(keys, canary);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long contexts in little memory: compact tables of scaled frequencies.
+
+TEST(LongContext, CompactMatchesDenseUpTo2To20AndTheOracleBeyond) {
+  // Scaled frequencies with A != 1 (yarn, longrope long). A dense table over 2^20 positions is
+  // built at rotary_dim 16 (64 MiB); at 128 compact entries are checked against the oracle.
+  const std::int64_t n20 = std::int64_t{1} << 20;
+  std::vector<std::int64_t> sample;
+  std::mt19937_64 gen(23);
+  for (int k = 10; k <= 20; ++k)
+    for (std::int64_t dd : {-1, 0, 1}) sample.push_back((std::int64_t{1} << k) + dd);
+  for (int i = 0; i < 3000; ++i)
+    sample.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(n20)));
+  for (rope::layout l : kLayouts) {
+    const rope::spec sp16 = rope::make_spec(128, 16, 1e4, l);
+    const auto f16 =
+        rope::compute_frequencies(sp16, rope::scaling::yarn_scaling(16, 4096)).frequencies;
+    auto dense = rope::table<float>::build(f16, l, n20, rope::table_mode::dense);
+    auto compact = rope::table<float>::build(f16, l, n20, rope::table_mode::compact);
+    std::vector<float> scratch(2 * compact->row_width());
+    const auto w = as_ld(f16.inv_freq);
+    const ld a = f16.attention_factor;
+    ld worst_diff = 0, worst_exact = 0;
+    for (std::int64_t p : sample) {
+      if (p >= n20) continue;
+      const float* dr = dense->row(p, nullptr);
+      const float* cr = compact->row(p, scratch.data());
+      for (std::size_t i = 0; i < 2 * compact->row_width(); ++i)
+        worst_diff = std::max(worst_diff, std::fabs(static_cast<ld>(dr[i]) - cr[i]) / (kU * a));
+      for (std::size_t j = 0; j < 8; ++j) {
+        const ld c = a * std::cos(static_cast<ld>(p) * w[j]);
+        const ld cc = l == rope::layout::interleaved ? cr[2 * j] : cr[j];
+        worst_exact = std::max(worst_exact, std::fabs(cc - c) / (kU * a));
+      }
+    }
+    EXPECT_LE(worst_diff, 2.0L) << rope::to_string(l);  // both within 2^-24 A of the exact value
+    EXPECT_LE(worst_exact, 1.0L) << rope::to_string(l);
+
+    // rotary_dim 128, 2^22 positions, compact: <= 4 MiB per 2^20 and within 2^-24 A.
+    const rope::spec sp = rope::make_spec(128, 128, 1e4, l);
+    const auto lr = rope::compute_frequencies(sp, longrope_example(64), 5000).frequencies;
+    auto big = rope::get_table<float>(sp, longrope_example(64), 5000, std::int64_t{1} << 22,
+                                      rope::table_mode::compact);
+    EXPECT_EQ(big->mode(), rope::table_mode::compact);
+    EXPECT_LE(big->bytes(), std::size_t{4} << 20);
+    auto big20 = rope::table<float>::build(lr, l, n20);  // automatic: compact at 2^20
+    EXPECT_EQ(big20->mode(), rope::table_mode::compact);
+    EXPECT_LE(big20->bytes(), std::size_t{4} << 20);
+    const auto wl = as_ld(lr.inv_freq);
+    const ld al = lr.attention_factor;
+    std::vector<float> s2(2 * big->row_width());
+    ld worst = 0;
+    for (std::int64_t p : sample) {
+      for (std::int64_t q : {p, p * 3 + 1}) {  // up to 3 * 2^20 + 1 < 2^22
+        const float* row = big->row(q, s2.data());
+        for (std::size_t j = 0; j < 64; ++j) {
+          const ld phi = static_cast<ld>(q) * wl[j];
+          const ld gc = l == rope::layout::interleaved ? row[2 * j] : row[j];
+          const ld gs = l == rope::layout::interleaved ? row[big->row_width() + 2 * j + 1]
+                                                       : row[big->row_width() + j];
+          worst = std::max({worst, std::fabs(gc - al * std::cos(phi)) / (kU * al),
+                            std::fabs(gs - al * std::sin(phi)) / (kU * al)});
+        }
+      }
+    }
+    EXPECT_LE(worst, 1.0L) << rope::to_string(l);
+  }
+}
+
+}  // namespace
