@@ -1,0 +1,258 @@
+// rope/arch/avx512.hpp: AVX-512 kernels (AVX512F+BW+DQ+VL with FMA and F16C). Same functions
+// and bits as rope/arch/scalar.hpp (the specification); compare them side by side.
+//
+// 16 floats (or 8 doubles) per vector. Interleaved rows: out = fma(x, C, swap_pairs(x) * S),
+// the table row already holds the pair's signs. Half-split rows: lo = fma(u, c, -(v * s)),
+// hi = fma(v, c, u * s), written as fmsub/fmadd of the rounded product, which is the scalar
+// path's expression bit for bit (negation is exact). Tails use masked loads and stores, which
+// suppress faults and touch no byte outside the caller's rows. fp16 converts with vcvtph2ps /
+// vcvtps2ph (round to nearest even); bf16 widens by a shift and rounds with integer operations
+// identical to rope::float_to_bf16 (no AVX512_BF16: its converter flushes subnormals).
+//
+// Every function carries the target attribute unless the compiler's flags already enable the
+// ISA, so a baseline x86-64 build can hold these kernels for runtime dispatch (rope/isa.hpp).
+#pragma once
+
+#include "rope/isa.hpp"
+
+#if ROPE_X86
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rope/arch/scalar.hpp"
+#include "rope/spec.hpp"
+#include "rope/storage.hpp"
+#include "rope/table.hpp"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
+#define ROPE_AVX512_FN inline
+#else
+#define ROPE_AVX512_FN \
+  inline __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#endif
+
+namespace rope {
+namespace arch {
+namespace avx512 {
+namespace detail {
+
+// Several intrinsics are written in their maskz form with an all-ones mask (the same
+// instruction): GCC 12 warns (-Wmaybe-uninitialized) on the unmasked forms' undefined
+// pass-through operand.
+
+// Vector arithmetic of the compute type.
+template <class Real>
+struct vec;
+
+template <>
+struct vec<float> {
+  using V = __m512;
+  using M = __mmask16;
+  static constexpr std::size_t N = 16;
+  ROPE_AVX512_FN static M mask(std::size_t n) noexcept {
+    return static_cast<M>((1u << n) - 1u);
+  }
+  ROPE_AVX512_FN static V load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  ROPE_AVX512_FN static V load(const float* p, M m) noexcept { return _mm512_maskz_loadu_ps(m, p); }
+  ROPE_AVX512_FN static V mul(V a, V b) noexcept { return _mm512_mul_ps(a, b); }
+  ROPE_AVX512_FN static V fmadd(V a, V b, V c) noexcept { return _mm512_fmadd_ps(a, b, c); }
+  ROPE_AVX512_FN static V fmsub(V a, V b, V c) noexcept { return _mm512_fmsub_ps(a, b, c); }
+  ROPE_AVX512_FN static V swap_pairs(V a) noexcept {
+    return _mm512_maskz_permute_ps(0xffff, a, 0xB1);
+  }
+};
+
+template <>
+struct vec<double> {
+  using V = __m512d;
+  using M = __mmask8;
+  static constexpr std::size_t N = 8;
+  ROPE_AVX512_FN static M mask(std::size_t n) noexcept {
+    return static_cast<M>((1u << n) - 1u);
+  }
+  ROPE_AVX512_FN static V load(const double* p) noexcept { return _mm512_loadu_pd(p); }
+  ROPE_AVX512_FN static V load(const double* p, M m) noexcept { return _mm512_maskz_loadu_pd(m, p); }
+  ROPE_AVX512_FN static V mul(V a, V b) noexcept { return _mm512_mul_pd(a, b); }
+  ROPE_AVX512_FN static V fmadd(V a, V b, V c) noexcept { return _mm512_fmadd_pd(a, b, c); }
+  ROPE_AVX512_FN static V fmsub(V a, V b, V c) noexcept { return _mm512_fmsub_pd(a, b, c); }
+  ROPE_AVX512_FN static V swap_pairs(V a) noexcept {
+    return _mm512_maskz_permute_pd(0xff, a, 0x55);
+  }
+};
+
+// Loads and stores of one storage format as vectors of the compute type: full vectors, and
+// the first n lanes under a mask.
+template <class Real, storage_format F>
+struct io;
+
+template <>
+struct io<double, storage_format::f64> {
+  using V = __m512d;
+  using M = __mmask8;
+  ROPE_AVX512_FN static V load(const void* p) noexcept {
+    return _mm512_loadu_pd(static_cast<const double*>(p));
+  }
+  ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
+    return _mm512_maskz_loadu_pd(m, static_cast<const double*>(p));
+  }
+  ROPE_AVX512_FN static void store(void* p, V v) noexcept {
+    _mm512_storeu_pd(static_cast<double*>(p), v);
+  }
+  ROPE_AVX512_FN static void store(void* p, V v, M m) noexcept {
+    _mm512_mask_storeu_pd(static_cast<double*>(p), m, v);
+  }
+};
+
+template <>
+struct io<float, storage_format::f32> {
+  using V = __m512;
+  using M = __mmask16;
+  ROPE_AVX512_FN static V load(const void* p) noexcept {
+    return _mm512_loadu_ps(static_cast<const float*>(p));
+  }
+  ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(p));
+  }
+  ROPE_AVX512_FN static void store(void* p, V v) noexcept {
+    _mm512_storeu_ps(static_cast<float*>(p), v);
+  }
+  ROPE_AVX512_FN static void store(void* p, V v, M m) noexcept {
+    _mm512_mask_storeu_ps(static_cast<float*>(p), m, v);
+  }
+};
+
+template <>
+struct io<float, storage_format::fp16> {
+  using V = __m512;
+  using M = __mmask16;
+  ROPE_AVX512_FN static V load(const void* p) noexcept {
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
+  ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_maskz_loadu_epi16(m, p));
+  }
+  ROPE_AVX512_FN static __m256i round(V v) noexcept {
+    return _mm512_maskz_cvtps_ph(0xffff, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  ROPE_AVX512_FN static void store(void* p, V v) noexcept {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), round(v));
+  }
+  ROPE_AVX512_FN static void store(void* p, V v, M m) noexcept {
+    _mm256_mask_storeu_epi16(p, m, round(v));
+  }
+};
+
+template <>
+struct io<float, storage_format::bf16> {
+  using V = __m512;
+  using M = __mmask16;
+  ROPE_AVX512_FN static V widen(__m256i h) noexcept {
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
+  }
+  ROPE_AVX512_FN static V load(const void* p) noexcept {
+    return widen(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
+  ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+  // rope::float_to_bf16 on 16 lanes: NaN -> quiet NaN; else add 0x7fff + lowest kept bit.
+  ROPE_AVX512_FN static __m256i round(V v) noexcept {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i top = _mm512_maskz_srli_epi32(0xffff, x, 16);
+    const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
+    const __m512i bias = _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff));
+    __m512i r = _mm512_maskz_srli_epi32(0xffff, _mm512_add_epi32(x, bias), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, top, _mm512_set1_epi32(0x40));
+    return _mm512_maskz_cvtepi32_epi16(0xffff, r);
+  }
+  ROPE_AVX512_FN static void store(void* p, V v) noexcept {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), round(v));
+  }
+  ROPE_AVX512_FN static void store(void* p, V v, M m) noexcept {
+    _mm256_mask_storeu_epi16(p, m, round(v));
+  }
+};
+
+}  // namespace detail
+
+/// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row; in may equal out.
+/// Same contract and bits as arch::scalar::rotate_row.
+template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
+ROPE_AVX512_FN void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
+                               std::size_t rotary_dim) noexcept {
+  using V = detail::vec<Real>;
+  using In = detail::io<Real, format_of_v<TIn>>;
+  using Out = detail::io<Real, format_of_v<TOut>>;
+  constexpr std::size_t N = V::N;
+  const std::size_t d = Dim ? Dim : rotary_dim;
+  if constexpr (L == layout::interleaved) {
+    std::size_t i = 0;
+    for (; i + N <= d; i += N) {
+      const typename V::V x = In::load(in + i);
+      const typename V::V p = V::mul(V::swap_pairs(x), V::load(S + i));
+      const typename V::V c = V::load(C + i);
+      Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
+    }
+    if (i < d) {
+      const typename V::M m = V::mask(d - i);
+      const typename V::V x = In::load(in + i, m);
+      const typename V::V p = V::mul(V::swap_pairs(x), V::load(S + i, m));
+      const typename V::V c = V::load(C + i, m);
+      Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p), m);
+    }
+  } else {
+    const std::size_t P = d / 2;
+    std::size_t j = 0;
+    for (; j + N <= P; j += N) {
+      const typename V::V u = In::load(in + j), v = In::load(in + j + P);
+      const typename V::V c = V::load(C + j), s = V::load(S + j);
+      const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
+      Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
+      Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
+    }
+    if (j < P) {
+      const typename V::M m = V::mask(P - j);
+      const typename V::V u = In::load(in + j, m), v = In::load(in + j + P, m);
+      const typename V::V c = V::load(C + j, m), s = V::load(S + j, m);
+      const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
+      Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv), m);
+      Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu), m);
+    }
+  }
+}
+
+/// Runs a validated job (same loop as arch::scalar::run).
+template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
+ROPE_AVX512_FN void run(const table<Real>& tab,
+                        const rope::detail::job<TIn, TOut, Pos>& jb) noexcept {
+  const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
+  const std::size_t m = L == layout::interleaved ? d : d / 2;
+  constexpr std::size_t scratch_size =
+      Dim ? 2 * Dim : 2 * static_cast<std::size_t>(max_rotary_dim);
+  alignas(64) Real scratch[scratch_size];
+  for (std::size_t t = 0; t < jb.n_tokens; ++t) {
+    const Real* row = tab.row(static_cast<std::int64_t>(jb.positions[t]), scratch);
+    const Real* C = row;
+    const Real* S = row + m;
+    const TIn* in_t = jb.in + t * jb.in_token_stride;
+    TOut* out_t = jb.out + t * jb.out_token_stride;
+    for (std::size_t h = 0; h < jb.n_heads; ++h) {
+      const TIn* in = in_t + h * jb.in_head_stride;
+      TOut* out = out_t + h * jb.out_head_stride;
+      rotate_row<Dim, L, Inverse>(in, out, C, S, d);
+      if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
+    }
+  }
+}
+
+}  // namespace avx512
+}  // namespace arch
+}  // namespace rope
+
+#endif  // ROPE_X86
