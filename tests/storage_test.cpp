@@ -391,7 +391,7 @@ void adopted_type_matches(const char* what) {
 
 TEST(AdoptedTypes, EngineUint16WrapperGivesRopeFloat16Bits) { adopted_type_matches<engine_half>("engine_half"); }
 
-#if defined(__FLT16_MAX__) && !defined(__clang__)
+#if defined(__FLT16_MAX__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
 }  // namespace
 template <>
 struct rope::storage_traits<_Float16> : rope::fp16_storage<_Float16> {};

@@ -227,6 +227,72 @@ ROPE_AVX512_FN void rotate_row(const TIn* in, TOut* out, const Real* C, const Re
   }
 }
 
+namespace detail {
+
+// Vectors holding one table row (C, S) for every head of a token: with a compile-time Dim the
+// row stays in registers (or in a stack slot the stores to the rows cannot alias), so each
+// head costs one load and one store per vector, as a stream does. The last vector of a row
+// that does not fill it is loaded under the tail mask (zeros above).
+template <std::size_t Dim, layout L, class Real>
+struct row_vectors {
+  using V = vec<Real>;
+  static constexpr std::size_t width = L == layout::interleaved ? Dim : Dim / 2;
+  static constexpr std::size_t count = (width + V::N - 1) / V::N;
+  typename V::V c[count], s[count];
+  ROPE_AVX512_FN void load(const Real* C, const Real* S) noexcept {
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = k * V::N;
+      if (i + V::N <= width) {
+        c[k] = V::load(C + i);
+        s[k] = V::load(S + i);
+      } else {
+        c[k] = V::load(C + i, V::mask(width - i));
+        s[k] = V::load(S + i, V::mask(width - i));
+      }
+    }
+  }
+};
+
+// rotate_row with the row in vectors: the same operations in the same order.
+template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
+ROPE_AVX512_FN void rotate_row_held(const TIn* in, TOut* out, const row_vectors<Dim, L, Real>& row) noexcept {
+  using V = vec<Real>;
+  using In = io<Real, format_of_v<TIn>>;
+  using Out = io<Real, format_of_v<TOut>>;
+  constexpr std::size_t N = V::N, width = row_vectors<Dim, L, Real>::width;
+  for (std::size_t k = 0; k < row_vectors<Dim, L, Real>::count; ++k) {
+    const std::size_t i = k * N;
+    const typename V::V c = row.c[k], s = row.s[k];
+    if constexpr (L == layout::interleaved) {
+      if (i + N <= width) {
+        const typename V::V x = In::load(in + i);
+        const typename V::V p = V::mul(V::swap_pairs(x), s);
+        Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
+      } else {
+        const typename V::M m = V::mask(width - i);
+        const typename V::V x = In::load(in + i, m);
+        const typename V::V p = V::mul(V::swap_pairs(x), s);
+        Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p), m);
+      }
+    } else {
+      if (i + N <= width) {
+        const typename V::V u = In::load(in + i), v = In::load(in + i + width);
+        const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
+        Out::store(out + i, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
+        Out::store(out + i + width, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
+      } else {
+        const typename V::M m = V::mask(width - i);
+        const typename V::V u = In::load(in + i, m), v = In::load(in + i + width, m);
+        const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
+        Out::store(out + i, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv), m);
+        Out::store(out + i + width, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu), m);
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 /// Runs a validated job (same loop as arch::scalar::run).
 template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
 ROPE_AVX512_FN void run(const table<Real>& tab,
@@ -242,11 +308,22 @@ ROPE_AVX512_FN void run(const table<Real>& tab,
     const Real* S = row + m;
     const TIn* in_t = jb.in + t * jb.in_token_stride;
     TOut* out_t = jb.out + t * jb.out_token_stride;
-    for (std::size_t h = 0; h < jb.n_heads; ++h) {
-      const TIn* in = in_t + h * jb.in_head_stride;
-      TOut* out = out_t + h * jb.out_head_stride;
-      rotate_row<Dim, L, Inverse>(in, out, C, S, d);
-      if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
+    if constexpr (Dim != 0) {
+      detail::row_vectors<Dim, L, Real> held;
+      held.load(C, S);
+      for (std::size_t h = 0; h < jb.n_heads; ++h) {
+        const TIn* in = in_t + h * jb.in_head_stride;
+        TOut* out = out_t + h * jb.out_head_stride;
+        detail::rotate_row_held<Dim, L, Inverse>(in, out, held);
+        if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
+      }
+    } else {
+      for (std::size_t h = 0; h < jb.n_heads; ++h) {
+        const TIn* in = in_t + h * jb.in_head_stride;
+        TOut* out = out_t + h * jb.out_head_stride;
+        rotate_row<Dim, L, Inverse>(in, out, C, S, d);
+        if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
+      }
     }
   }
 }

@@ -135,6 +135,9 @@ inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
       const typename V::V c = V::load(C + i);
       Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
     }
+    // (The tail loops are compiled only when Dim leaves one: GCC 12 otherwise warns about
+    // the dead loop, -Waggressive-loop-optimizations.)
+    if constexpr (Dim == 0 || Dim % N != 0)
     for (; i < d; i += 2) {
       const Real u = detail::load1<Real>(in + i), v = detail::load1<Real>(in + i + 1);
       const Real su = Inverse ? -S[i] : S[i];
@@ -152,6 +155,7 @@ inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
       Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
       Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
     }
+    if constexpr (Dim == 0 || (Dim / 2) % N != 0)
     for (; j < P; ++j) {
       const Real u = detail::load1<Real>(in + j), v = detail::load1<Real>(in + j + P);
       const Real s = Inverse ? -S[j] : S[j];
