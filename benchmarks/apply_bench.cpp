@@ -252,7 +252,7 @@ class table_reporter : public benchmark::ConsoleReporter {
       const key k{get("group"), get("D"), get("T"), get("kind")};
       if (!aggregate && gbps.count(k)) continue;
       gbps[k] = r.counters.at("bytes_per_second").value / 1e9;
-      ns[k] = r.GetAdjustedRealTime();  // ns: the default time unit
+      ns[k] = r.GetAdjustedCPUTime();  // ns (the default unit), CPU time like the GB/s
     }
   }
   bool has(int g, int D, int T, int kind) const { return gbps.count({g, D, T, kind}) != 0; }

@@ -229,64 +229,115 @@ ROPE_AVX512_FN void rotate_row(const TIn* in, TOut* out, const Real* C, const Re
 
 namespace detail {
 
-// Vectors holding one table row (C, S) for every head of a token: with a compile-time Dim the
-// row stays in registers (or in a stack slot the stores to the rows cannot alias), so each
-// head costs one load and one store per vector, as a stream does. The last vector of a row
-// that does not fill it is loaded under the tail mask (zeros above).
+// One table row (C, S) in vectors, shared by every head of a token: with a compile-time Dim
+// the row stays in registers (or in a stack slot the stores to the rows cannot alias), so each
+// head costs one load and one store per vector, as a stream does.
+//
+// A row whose width is not a multiple of the lanes ends with a vector over its last N elements
+// (overlapping the one before it), not a masked one: masked stores are slow on some cores
+// (several times a plain store on AMD Zen 4, which made D = 80 half-split 3x slower). The
+// overlapped elements get the same inputs, table values and operations from both vectors, so
+// the same bits; in place, the last vector's inputs are loaded before any store of the row.
+// Rows narrower than one vector use masks.
 template <std::size_t Dim, layout L, class Real>
 struct row_vectors {
   using V = vec<Real>;
   static constexpr std::size_t width = L == layout::interleaved ? Dim : Dim / 2;
-  static constexpr std::size_t count = (width + V::N - 1) / V::N;
+  static constexpr std::size_t full = width / V::N;
+  static constexpr bool tail = width % V::N != 0;
+  static constexpr bool shifted = tail && width >= V::N;  // last vector ends at the row end
+  static constexpr std::size_t count = full + (tail ? 1 : 0);
+  static constexpr std::size_t tail_at = shifted ? width - V::N : full * V::N;
   typename V::V c[count], s[count];
   ROPE_AVX512_FN void load(const Real* C, const Real* S) noexcept {
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = k * V::N;
-      if (i + V::N <= width) {
-        c[k] = V::load(C + i);
-        s[k] = V::load(S + i);
-      } else {
-        c[k] = V::load(C + i, V::mask(width - i));
-        s[k] = V::load(S + i, V::mask(width - i));
-      }
+    for (std::size_t k = 0; k < full; ++k) {
+      c[k] = V::load(C + k * V::N);
+      s[k] = V::load(S + k * V::N);
+    }
+    if constexpr (shifted) {
+      c[full] = V::load(C + tail_at);
+      s[full] = V::load(S + tail_at);
+    } else if constexpr (tail) {
+      c[full] = V::load(C + tail_at, V::mask(width - tail_at));
+      s[full] = V::load(S + tail_at, V::mask(width - tail_at));
     }
   }
 };
 
-// rotate_row with the row in vectors: the same operations in the same order.
+// rotate_row with the row in vectors: the same operations on every element.
 template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
 ROPE_AVX512_FN void rotate_row_held(const TIn* in, TOut* out, const row_vectors<Dim, L, Real>& row) noexcept {
+  using R = row_vectors<Dim, L, Real>;
   using V = vec<Real>;
+  using VV = typename V::V;
   using In = io<Real, format_of_v<TIn>>;
   using Out = io<Real, format_of_v<TOut>>;
-  constexpr std::size_t N = V::N, width = row_vectors<Dim, L, Real>::width;
-  for (std::size_t k = 0; k < row_vectors<Dim, L, Real>::count; ++k) {
-    const std::size_t i = k * N;
-    const typename V::V c = row.c[k], s = row.s[k];
-    if constexpr (L == layout::interleaved) {
-      if (i + N <= width) {
-        const typename V::V x = In::load(in + i);
-        const typename V::V p = V::mul(V::swap_pairs(x), s);
-        Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
-      } else {
-        const typename V::M m = V::mask(width - i);
-        const typename V::V x = In::load(in + i, m);
-        const typename V::V p = V::mul(V::swap_pairs(x), s);
-        Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p), m);
+  constexpr std::size_t N = V::N, W = R::width, F = R::full, T = R::tail_at;
+  if constexpr (L == layout::interleaved) {
+    VV xt{};
+    if constexpr (R::shifted) xt = In::load(in + T);  // before any store of the row
+    for (std::size_t k = 0; k < F; ++k) {
+      const VV x = In::load(in + k * N);
+      const VV p = V::mul(V::swap_pairs(x), row.s[k]);
+      Out::store(out + k * N, Inverse ? V::fmsub(x, row.c[k], p) : V::fmadd(x, row.c[k], p));
+    }
+    if constexpr (R::shifted) {
+      const VV p = V::mul(V::swap_pairs(xt), row.s[F]);
+      Out::store(out + T, Inverse ? V::fmsub(xt, row.c[F], p) : V::fmadd(xt, row.c[F], p));
+    } else if constexpr (R::tail) {
+      const typename V::M m = V::mask(W - T);
+      const VV x = In::load(in + T, m);
+      const VV p = V::mul(V::swap_pairs(x), row.s[F]);
+      Out::store(out + T, Inverse ? V::fmsub(x, row.c[F], p) : V::fmadd(x, row.c[F], p), m);
+    }
+  } else {
+    VV ut{}, vt{};
+    if constexpr (R::shifted) {
+      ut = In::load(in + T);  // before any store of the row
+      vt = In::load(in + T + W);
+    }
+    if (static_cast<const void*>(in) != static_cast<const void*>(out)) {
+      // Out of place: all first halves, then all second halves, so the stores run through
+      // the output row in order. Interleaving the two halves' stores costs a third of the
+      // bandwidth when the rows are not 64-byte aligned (each store then splits a cache line,
+      // and the lines complete out of order). Same operations per element, so same bits.
+      for (std::size_t k = 0; k < F; ++k) {
+        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
+        const VV pv = V::mul(v, row.s[k]);
+        Out::store(out + k * N, Inverse ? V::fmadd(u, row.c[k], pv) : V::fmsub(u, row.c[k], pv));
+      }
+      if constexpr (R::shifted) {
+        const VV pv = V::mul(vt, row.s[F]);
+        Out::store(out + T, Inverse ? V::fmadd(ut, row.c[F], pv) : V::fmsub(ut, row.c[F], pv));
+      }
+      for (std::size_t k = 0; k < F; ++k) {
+        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
+        const VV pu = V::mul(u, row.s[k]);
+        Out::store(out + k * N + W, Inverse ? V::fmsub(v, row.c[k], pu) : V::fmadd(v, row.c[k], pu));
+      }
+      if constexpr (R::shifted) {
+        const VV pu = V::mul(ut, row.s[F]);
+        Out::store(out + T + W, Inverse ? V::fmsub(vt, row.c[F], pu) : V::fmadd(vt, row.c[F], pu));
       }
     } else {
-      if (i + N <= width) {
-        const typename V::V u = In::load(in + i), v = In::load(in + i + width);
-        const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
-        Out::store(out + i, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
-        Out::store(out + i + width, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
-      } else {
-        const typename V::M m = V::mask(width - i);
-        const typename V::V u = In::load(in + i, m), v = In::load(in + i + width, m);
-        const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
-        Out::store(out + i, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv), m);
-        Out::store(out + i + width, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu), m);
+      for (std::size_t k = 0; k < F; ++k) {
+        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
+        const VV pv = V::mul(v, row.s[k]), pu = V::mul(u, row.s[k]);
+        Out::store(out + k * N, Inverse ? V::fmadd(u, row.c[k], pv) : V::fmsub(u, row.c[k], pv));
+        Out::store(out + k * N + W, Inverse ? V::fmsub(v, row.c[k], pu) : V::fmadd(v, row.c[k], pu));
       }
+      if constexpr (R::shifted) {
+        const VV pv = V::mul(vt, row.s[F]), pu = V::mul(ut, row.s[F]);
+        Out::store(out + T, Inverse ? V::fmadd(ut, row.c[F], pv) : V::fmsub(ut, row.c[F], pv));
+        Out::store(out + T + W, Inverse ? V::fmsub(vt, row.c[F], pu) : V::fmadd(vt, row.c[F], pu));
+      }
+    }
+    if constexpr (R::tail && !R::shifted) {
+      const typename V::M m = V::mask(W - T);
+      const VV u = In::load(in + T, m), v = In::load(in + T + W, m);
+      const VV pv = V::mul(v, row.s[F]), pu = V::mul(u, row.s[F]);
+      Out::store(out + T, Inverse ? V::fmadd(u, row.c[F], pv) : V::fmsub(u, row.c[F], pv), m);
+      Out::store(out + T + W, Inverse ? V::fmsub(v, row.c[F], pu) : V::fmadd(v, row.c[F], pu), m);
     }
   }
 }
