@@ -153,23 +153,25 @@ struct io<float, storage_format::bf16> {
   ROPE_AVX512_FN static V widen(__m256i h) noexcept {
     return _mm512_castsi512_ps(
         _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
-  }
-  ROPE_AVX512_FN static V load(const void* p) noexcept {
+  }  ROPE_AVX512_FN static V load(const void* p) noexcept {
     return widen(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   }
   ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
     return widen(_mm256_maskz_loadu_epi16(m, p));
   }
-  // rope::float_to_bf16 on 16 lanes: NaN -> quiet NaN; else add 0x7fff + lowest kept bit.
+  // rope::float_to_bf16 on 16 lanes: add 0x7fff + the lowest kept bit (a NaN instead gets its
+  // quiet bit set), then one vpermw gathers the high halves (cheaper than vpsrld + vpmovdw).
   ROPE_AVX512_FN static __m256i round(V v) noexcept {
     const __m512i x = _mm512_castps_si512(v);
-    const __m512i top = _mm512_maskz_srli_epi32(0xffff, x, 16);
-    const __m512i lsb = _mm512_and_si512(top, _mm512_set1_epi32(1));
-    const __m512i bias = _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff));
-    __m512i r = _mm512_maskz_srli_epi32(0xffff, _mm512_add_epi32(x, bias), 16);
+    const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, top, _mm512_set1_epi32(0x40));
-    return _mm512_maskz_cvtepi32_epi16(0xffff, r);
+    r = _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x00400000));
+    const __m512i high_halves =
+        _mm512_set_epi16(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1, 31, 29, 27, 25,
+                         23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_maskz_extracti64x4_epi64(
+        0xf, _mm512_maskz_permutexvar_epi16(0xffffffffu, high_halves, r), 0);
   }
   ROPE_AVX512_FN static void store(void* p, V v) noexcept {
     _mm256_storeu_si256(static_cast<__m256i*>(p), round(v));
