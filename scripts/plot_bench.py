@@ -1,16 +1,16 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Turns a Google Benchmark JSON run of benchmarks/apply_bench into a PNG chart.
 
     build/release/benchmarks/apply_bench --benchmark_repetitions=3 \
         --benchmark_report_aggregates_only=true \
         --benchmark_out=bench.json --benchmark_out_format=json
-    python3 scripts/plot_bench.py bench.json docs/bench.png
+    /usr/bin/python3 scripts/plot_bench.py bench.json docs/bench.png
 
 One row per token count (T = 1 decode, T = 512 prefill). Left: GB/s per head dimension for
 each layout and storage type, with the memory baselines measured in the same run (dashed).
 Right: the ratio of each to its baseline (stream over the same bytes for in place, memcpy for
 out of place). Uses medians when the run has aggregates, else the first repetition.
-Needs python3-matplotlib (Debian).
+Needs python3-matplotlib (Debian; run it with /usr/bin/python3 if another python3 is first on PATH).
 """
 import json
 import sys

@@ -268,23 +268,28 @@ void run_static(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction
   }
 }
 
-/// Runtime dispatch: the path probed once (or forced) and cached (rope/isa.hpp).
+/// Runtime dispatch: the path probed once (or forced) and cached (rope/isa.hpp), then one
+/// indirect call into that path's kernels, which are instantiated whole (not inlined into a
+/// switch next to the other paths', where their registers would be allocated together).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
 void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
                     direction dir) noexcept {
   if constexpr (!vector_types<Real, TIn, TOut>()) {
     run_with<scalar_kernels, Dim>(tab, jb, dir);
   } else {
+    using kernel_fn = void (*)(const table<Real>&, const job<TIn, TOut, Pos>&, direction) noexcept;
+    kernel_fn f = &run_with<scalar_kernels, Dim, Real, TIn, TOut, Pos>;
     switch (dispatched_isa()) {
 #if ROPE_X86
-      case isa::avx512: run_with<avx512_kernels, Dim>(tab, jb, dir); return;
-      case isa::avx2: run_with<avx2_kernels, Dim>(tab, jb, dir); return;
+      case isa::avx512: f = &run_with<avx512_kernels, Dim, Real, TIn, TOut, Pos>; break;
+      case isa::avx2: f = &run_with<avx2_kernels, Dim, Real, TIn, TOut, Pos>; break;
 #endif
 #if ROPE_NEON
-      case isa::neon: run_with<neon_kernels, Dim>(tab, jb, dir); return;
+      case isa::neon: f = &run_with<neon_kernels, Dim, Real, TIn, TOut, Pos>; break;
 #endif
-      default: run_with<scalar_kernels, Dim>(tab, jb, dir); return;
+      default: break;
     }
+    f(tab, jb, dir);
   }
 }
 
