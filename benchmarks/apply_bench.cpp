@@ -1,13 +1,21 @@
-// rope::apply per head dimension, layout and batch shape, with an in-place stream baseline
-// (x = a*x + b over the same bytes) in the same binary, so the ratio to what memory allows is
-// read off one run. After the Google Benchmark output, prints a table per (D, T): GB/s of each
-// layout and its ratio to the stream baseline (medians when run with repetitions).
+// rope::apply per head dimension, layout, batch shape, storage type and ISA path, with the
+// memory baselines in the same binary, so each ratio to what memory allows is read off one run:
+//  - BM_Stream<bytes of float|16-bit rows, D>: in-place stream x = a*x + b over the same bytes
+//    as the rows being rotated (the bound for in-place rotation);
+//  - BM_Copy<float, D>: memcpy of the rows to another buffer (the bound for out of place).
+// After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
+// (medians when run with repetitions): float in place per layout (compile-time path), each ISA
+// path forced at run time, fp16/bf16 in place, float out of place, and the cost of runtime
+// dispatch at decode.
 //
-//   apply_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
+//   apply_bench [--benchmark_repetitions=3 --benchmark_report_aggregates_only=true]
+//               [--benchmark_out=bench.json --benchmark_out_format=json]
+//   python3 scripts/plot_bench.py bench.json docs/bench.png
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +29,22 @@ namespace {
 constexpr int kHeads = 32;
 constexpr int kDims[] = {64, 80, 96, 128, 256};
 constexpr int kTokens[] = {1, 512};
+constexpr double kMinTime = 0.2;
+
+// What a benchmark measures (the "group" counter); the baselines are groups too.
+enum group : int {
+  g_stream = 0,      // in-place stream over the float rows' bytes
+  g_stream16 = 1,    // in-place stream over 16-bit rows' bytes
+  g_copy = 2,        // memcpy of the float rows
+  g_float = 3,       // rope::apply, float, in place, compile-time dispatch
+  g_fp16 = 4,        // fp16 in place
+  g_bf16 = 5,        // bf16 in place
+  g_out = 6,         // float out of place
+  g_out_fp16 = 7,    // float in, fp16 out (a KV-cache write)
+  g_isa = 10,        // + rope::isa value: float in place, runtime dispatch forced to that path
+  g_decode_static = 20,   // decode (T = 1): compile-time dispatch
+  g_decode_runtime = 21,  // decode: runtime dispatch (cached choice, then a switch)
+};
 
 // Positions: decode at 4000, prefill 0..T-1.
 std::vector<std::int32_t> positions_for(int tokens) {
@@ -29,37 +53,119 @@ std::vector<std::int32_t> positions_for(int tokens) {
   return p;
 }
 
-std::vector<float> input(std::size_t n) {
-  std::vector<float> x(n);
-  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 97) * 0.01f - 0.5f;
+template <class T>
+std::vector<T> input(std::size_t n) {
+  std::vector<T> x(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = rope::storage_traits<T>::store(static_cast<float>(i % 97) * 0.01f - 0.5f);
   return x;
 }
 
-void set_counters(benchmark::State& state, int D, int T, int kind) {
-  const double bytes = 2.0 * T * kHeads * D * sizeof(float);  // read + write
+void set_counters(benchmark::State& state, int D, int T, int kind, int grp, double bytes) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * static_cast<std::int64_t>(state.iterations()));
-  state.SetItemsProcessed(static_cast<std::int64_t>(T) * kHeads * D / 2 * static_cast<std::int64_t>(state.iterations()));
   state.counters["D"] = D;
   state.counters["T"] = T;
-  state.counters["kind"] = kind;  // 0 stream, 1 interleaved, 2 half_split
+  state.counters["kind"] = kind;  // 0 baseline, 1 interleaved, 2 half_split
+  state.counters["group"] = grp;
 }
 
+std::size_t elems(int D, int T) { return static_cast<std::size_t>(T) * kHeads * static_cast<std::size_t>(D); }
+
+const char* layout_name(rope::layout L) { return L == rope::layout::interleaved ? "interleaved" : "half_split"; }
+
 template <int D, rope::layout L>
-void BM_Apply(benchmark::State& state, int T) {
-  auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, L), 4096 + 1);
-  std::vector<float> x = input(static_cast<std::size_t>(T) * kHeads * D);
-  const std::vector<std::int32_t> pos = positions_for(T);
-  const auto view = rope::packed_heads(x.data(), T, kHeads, D);
+std::shared_ptr<const rope::table<float>> bench_table() {
+  return rope::get_table<float>(rope::make_spec(D, D, 1e4, L), 4096 + 1);
+}
+
+// In place, compile-time dispatch (what rope::apply does in this -march=native binary).
+template <class T, int D, rope::layout L>
+void BM_Apply(benchmark::State& state, int tokens, int grp) {
+  auto tab = bench_table<D, L>();
+  std::vector<T> x = input<T>(elems(D, tokens));
+  const std::vector<std::int32_t> pos = positions_for(tokens);
+  const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = rope::apply<float, D>(*tab, view, pos.data());
+    const rope::status st = rope::apply<T, D>(*tab, view, pos.data());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  set_counters(state, D, T, static_cast<int>(L));
+  set_counters(state, D, tokens, static_cast<int>(L), grp, 2.0 * static_cast<double>(x.size() * sizeof(T)));
 }
 
-void BM_Stream(benchmark::State& state, int D, int T) {
-  std::vector<float> x = input(static_cast<std::size_t>(T) * kHeads * static_cast<std::size_t>(D));
+// The same validation as rope::apply, then one of the two dispatchers.
+template <bool Runtime, class T, int D, class TOut>
+rope::status apply_via(const rope::table<float>& tab, rope::heads_view<const T> in,
+                       rope::heads_view<TOut> out, const std::int32_t* pos) noexcept {
+  if (rope::status st = rope::detail::check_table<D>(tab); st != rope::status::ok) return st;
+  if (rope::status st = rope::detail::check_pair(in, out, tab.rotary_dim()); st != rope::status::ok) return st;
+  if (rope::detail::empty(in)) return rope::status::ok;
+  if (rope::status st = rope::detail::check_positions(pos, in.n_tokens, tab.length()); st != rope::status::ok)
+    return st;
+  const auto jb = rope::detail::make_job(in, out, pos);
+  if constexpr (Runtime) rope::detail::run_dispatched<D>(tab, jb, rope::direction::forward);
+  else rope::detail::run_static<D>(tab, jb, rope::direction::forward);
+  return rope::status::ok;
+}
+
+// Float in place through the runtime dispatcher forced to one path.
+template <int D, rope::layout L>
+void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
+  if (!rope::detail::force_dispatched_isa(path)) {
+    state.SkipWithError("this CPU lacks the path");
+    return;
+  }
+  auto tab = bench_table<D, L>();
+  std::vector<float> x = input<float>(elems(D, tokens));
+  const std::vector<std::int32_t> pos = positions_for(tokens);
+  const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
+  for (auto _ : state) {
+    const rope::status st = apply_via<true, float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  rope::detail::force_dispatched_isa(rope::detail::best_isa());
+  set_counters(state, D, tokens, static_cast<int>(L), g_isa + static_cast<int>(path),
+               2.0 * static_cast<double>(x.size() * sizeof(float)));
+}
+
+// Out of place: float in, TOut out (float, or fp16 straight into a cache).
+template <class TOut, int D, rope::layout L>
+void BM_ApplyOut(benchmark::State& state, int tokens, int grp) {
+  auto tab = bench_table<D, L>();
+  const std::vector<float> x = input<float>(elems(D, tokens));
+  std::vector<TOut> y(x.size());
+  const std::vector<std::int32_t> pos = positions_for(tokens);
+  const auto in = rope::packed_heads<const float>(x.data(), tokens, kHeads, D);
+  const auto out = rope::packed_heads(y.data(), tokens, kHeads, D);
+  for (auto _ : state) {
+    const rope::status st = rope::apply<float, D>(*tab, in, out, pos.data());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, D, tokens, static_cast<int>(L), grp,
+               static_cast<double>(x.size() * (sizeof(float) + sizeof(TOut))));
+}
+
+// Decode (T = 1): compile-time vs runtime dispatch, same validation and kernel.
+template <int D, rope::layout L, bool Runtime>
+void BM_Decode(benchmark::State& state) {
+  rope::detail::force_dispatched_isa(rope::compiled_isa());
+  auto tab = bench_table<D, L>();
+  std::vector<float> x = input<float>(elems(D, 1));
+  const std::vector<std::int32_t> pos = positions_for(1);
+  const auto view = rope::packed_heads(x.data(), 1, kHeads, D);
+  for (auto _ : state) {
+    const rope::status st = apply_via<Runtime, float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
+    benchmark::DoNotOptimize(st);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, D, 1, static_cast<int>(L), Runtime ? g_decode_runtime : g_decode_static,
+               2.0 * static_cast<double>(x.size() * sizeof(float)));
+}
+
+void BM_Stream(benchmark::State& state, int D, int T, std::size_t bytes, int grp) {
+  std::vector<float> x = input<float>(bytes / sizeof(float));
   const float a = 0.999f, b = 0.0005f;
   for (auto _ : state) {
     float* p = x.data();
@@ -68,41 +174,103 @@ void BM_Stream(benchmark::State& state, int D, int T) {
     benchmark::DoNotOptimize(p);
     benchmark::ClobberMemory();
   }
-  set_counters(state, D, T, 0);
+  set_counters(state, D, T, 0, grp, 2.0 * static_cast<double>(bytes));
+}
+
+void BM_Copy(benchmark::State& state, int D, int T) {
+  const std::vector<float> x = input<float>(elems(D, T));
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    std::memcpy(y.data(), x.data(), x.size() * sizeof(float));
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, D, T, 0, g_copy, 2.0 * static_cast<double>(x.size() * sizeof(float)));
+}
+
+template <class F>
+void add(const std::string& name, F f) {
+  benchmark::RegisterBenchmark(name.c_str(), f)->MinTime(kMinTime);
+}
+
+template <int D, rope::layout L>
+void register_layout(int T) {
+  const std::string d = std::to_string(D), l = layout_name(L), suffix = "/tokens:" + std::to_string(T);
+  add("BM_Apply<float, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<float, D, L>(s, T, g_float); });
+  for (rope::isa path : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
+    if (!rope::detail::cpu_supports(path)) continue;
+    add("BM_ApplyIsa<float, " + d + ", " + l + ", " + rope::to_string(path) + ">" + suffix,
+        [T, path](benchmark::State& s) { BM_ApplyIsa<D, L>(s, T, path); });
+  }
+  add("BM_Apply<fp16, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<rope::float16, D, L>(s, T, g_fp16); });
+  add("BM_Apply<bf16, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<rope::bfloat16, D, L>(s, T, g_bf16); });
+  add("BM_ApplyOut<float->float, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<float, D, L>(s, T, g_out); });
+  add("BM_ApplyOut<float->fp16, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16); });
+  if (T == 1) {
+    add("BM_Decode<float, " + d + ", " + l + ", compile_time>" + suffix,
+        [](benchmark::State& s) { BM_Decode<D, L, false>(s); });
+    add("BM_Decode<float, " + d + ", " + l + ", runtime>" + suffix,
+        [](benchmark::State& s) { BM_Decode<D, L, true>(s); });
+  }
 }
 
 template <int D>
 void register_dim() {
   for (int T : kTokens) {
-    const std::string suffix = "/tokens:" + std::to_string(T);
-    benchmark::RegisterBenchmark(("BM_Stream<float, " + std::to_string(D) + ">" + suffix).c_str(),
-                                 [T](benchmark::State& s) { BM_Stream(s, D, T); });
-    benchmark::RegisterBenchmark(("BM_Apply<float, " + std::to_string(D) + ", interleaved>" + suffix).c_str(),
-                                 [T](benchmark::State& s) { BM_Apply<D, rope::layout::interleaved>(s, T); });
-    benchmark::RegisterBenchmark(("BM_Apply<float, " + std::to_string(D) + ", half_split>" + suffix).c_str(),
-                                 [T](benchmark::State& s) { BM_Apply<D, rope::layout::half_split>(s, T); });
+    const std::string d = std::to_string(D), suffix = "/tokens:" + std::to_string(T);
+    const std::size_t bytes32 = elems(D, T) * sizeof(float);
+    add("BM_Stream<float rows, " + d + ">" + suffix,
+        [T, bytes32](benchmark::State& s) { BM_Stream(s, D, T, bytes32, g_stream); });
+    add("BM_Stream<16-bit rows, " + d + ">" + suffix,
+        [T, bytes32](benchmark::State& s) { BM_Stream(s, D, T, bytes32 / 2, g_stream16); });
+    add("BM_Copy<float, " + d + ">" + suffix, [T](benchmark::State& s) { BM_Copy(s, D, T); });
+    register_layout<D, rope::layout::interleaved>(T);
+    register_layout<D, rope::layout::half_split>(T);
   }
 }
 
-// Keeps GB/s per (D, T, kind): the median aggregate when there are repetitions, else the run.
+// Keeps GB/s and ns per iteration per (group, D, T, kind): the median aggregate when there are
+// repetitions, else the first run.
 class table_reporter : public benchmark::ConsoleReporter {
  public:
-  std::map<std::tuple<int, int, int>, double> gbps;
+  using key = std::tuple<int, int, int, int>;
+  std::map<key, double> gbps, ns;
 
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
+      if (r.error_occurred) continue;
       const bool aggregate = r.run_type == Run::RT_Aggregate;
       if (aggregate && r.aggregate_name != "median") continue;
-      auto get = [&](const char* k) { return r.counters.at(k).value; };
       if (!r.counters.count("D")) continue;
-      const auto key = std::make_tuple(static_cast<int>(get("D")), static_cast<int>(get("T")),
-                                       static_cast<int>(get("kind")));
-      if (!aggregate && gbps.count(key)) continue;  // first repetition only when no aggregates
-      gbps[key] = get("bytes_per_second") / 1e9;
+      auto get = [&](const char* k) { return static_cast<int>(r.counters.at(k).value); };
+      const key k{get("group"), get("D"), get("T"), get("kind")};
+      if (!aggregate && gbps.count(k)) continue;
+      gbps[k] = r.counters.at("bytes_per_second").value / 1e9;
+      ns[k] = r.GetAdjustedCPUTime();  // ns (the default unit), CPU time like the GB/s
     }
   }
+  bool has(int g, int D, int T, int kind) const { return gbps.count({g, D, T, kind}) != 0; }
+  double at(int g, int D, int T, int kind) const { return gbps.at({g, D, T, kind}); }
 };
+
+void print_ratio_table(const table_reporter& rep, const char* title, int grp, int base_grp,
+                       const char* base_name) {
+  std::printf("\n%s\n", title);
+  std::printf("%5s %6s %14s %18s %8s %18s %8s\n", "D", "tokens", base_name, "interleaved GB/s",
+              "ratio", "half_split GB/s", "ratio");
+  for (int D : kDims)
+    for (int T : kTokens) {
+      if (!rep.has(base_grp, D, T, 0) || !rep.has(grp, D, T, 1) || !rep.has(grp, D, T, 2)) continue;
+      const double b = rep.at(base_grp, D, T, 0), i = rep.at(grp, D, T, 1), h = rep.at(grp, D, T, 2);
+      std::printf("%5d %6d %14.1f %18.1f %8.2f %18.1f %8.2f\n", D, T, b, i, i / b, h, h / b);
+    }
+}
 
 }  // namespace
 
@@ -114,22 +282,38 @@ int main(int argc, char** argv) {
   register_dim<256>();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  table_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  table_reporter rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
   benchmark::Shutdown();
 
-  std::printf("\nrope::apply, float, in place, %d heads, cached table: GB/s and ratio to the in-place "
-              "stream x = a*x + b over the same bytes\n",
-              kHeads);
-  std::printf("%5s %6s %12s %18s %8s %18s %8s\n", "D", "tokens", "stream GB/s", "interleaved GB/s",
-              "ratio", "half_split GB/s", "ratio");
+  std::printf("\nrope %s path (compile time), %d heads, cached table. Ratios: GB/s over GB/s of the "
+              "baseline on the same bytes in this binary.\n",
+              rope::to_string(rope::compiled_isa()), kHeads);
+  print_ratio_table(rep, "rope::apply, float, in place (baseline: in-place stream x = a*x + b)", g_float,
+                    g_stream, "stream GB/s");
+  for (rope::isa path : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
+    if (!rope::detail::cpu_supports(path)) continue;
+    const std::string t = std::string("float, in place, runtime dispatch forced to ") + rope::to_string(path) +
+                          " (baseline: stream)";
+    print_ratio_table(rep, t.c_str(), g_isa + static_cast<int>(path), g_stream, "stream GB/s");
+  }
+  print_ratio_table(rep, "fp16 storage, in place (baseline: stream over the same bytes)", g_fp16, g_stream16,
+                    "stream GB/s");
+  print_ratio_table(rep, "bf16 storage, in place (baseline: stream over the same bytes)", g_bf16, g_stream16,
+                    "stream GB/s");
+  print_ratio_table(rep, "float, out of place (baseline: memcpy of the rows)", g_out, g_copy, "copy GB/s");
+  print_ratio_table(rep, "float in, fp16 out (GB/s over bytes read + written; baseline: float memcpy)",
+                    g_out_fp16, g_copy, "copy GB/s");
+
+  std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time vs runtime dispatch (%s)\n", kHeads,
+              rope::to_string(rope::compiled_isa()));
+  std::printf("%5s %12s %14s %12s %9s\n", "D", "layout", "compile ns", "runtime ns", "cost");
   for (int D : kDims)
-    for (int T : kTokens) {
-      const auto s = reporter.gbps.find({D, T, 0}), i = reporter.gbps.find({D, T, 1}),
-                 h = reporter.gbps.find({D, T, 2});
-      if (s == reporter.gbps.end() || i == reporter.gbps.end() || h == reporter.gbps.end()) continue;
-      std::printf("%5d %6d %12.1f %18.1f %8.2f %18.1f %8.2f\n", D, T, s->second, i->second,
-                  i->second / s->second, h->second, h->second / s->second);
+    for (int kind : {1, 2}) {
+      const table_reporter::key s{g_decode_static, D, 1, kind}, r{g_decode_runtime, D, 1, kind};
+      if (!rep.ns.count(s) || !rep.ns.count(r)) continue;
+      std::printf("%5d %12s %14.1f %12.1f %+8.1f%%\n", D, kind == 1 ? "interleaved" : "half_split",
+                  rep.ns.at(s), rep.ns.at(r), 100.0 * (rep.ns.at(r) / rep.ns.at(s) - 1.0));
     }
   return 0;
 }

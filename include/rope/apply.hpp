@@ -25,11 +25,16 @@
 // rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
+#include "rope/arch/avx2.hpp"
+#include "rope/arch/avx512.hpp"
+#include "rope/arch/neon.hpp"
 #include "rope/arch/scalar.hpp"
+#include "rope/isa.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
@@ -198,25 +203,134 @@ job<TIn, TOut, Pos> make_job(const heads_view<const TIn>& in, const heads_view<T
           !same_rows(in, out)};
 }
 
-/// Runs a validated job with the layout and direction turned into template arguments.
-template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+// The kernels of one path, as a type (no lambdas: GCC would not give them the target).
+struct scalar_kernels {
+  static constexpr isa id = isa::scalar;
+  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
+    arch::scalar::run<Dim, L, Inv>(tab, jb);
+  }
+};
+#if ROPE_X86
+struct avx2_kernels {
+  static constexpr isa id = isa::avx2;
+  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
+    arch::avx2::run<Dim, L, Inv>(tab, jb);
+  }
+};
+struct avx512_kernels {
+  static constexpr isa id = isa::avx512;
+  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
+    arch::avx512::run<Dim, L, Inv>(tab, jb);
+  }
+};
+#endif
+#if ROPE_NEON
+struct neon_kernels {
+  static constexpr isa id = isa::neon;
+  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
+    arch::neon::run<Dim, L, Inv>(tab, jb);
+  }
+};
+#endif
+
+#if defined(ROPE_TEST_COUNT_DISPATCH)
+/// Test hook: calls per path (index: the isa value). Only with ROPE_TEST_COUNT_DISPATCH.
+inline std::atomic<unsigned long> isa_calls[5];
+#endif
+
+/// Whether the vector kernels handle these types: float compute with float/fp16/bf16 storage
+/// on both sides, or double with double. Anything else (a user type without a format) runs
+/// the scalar path.
+template <class Real, class TIn, class TOut>
+constexpr bool vector_types() noexcept {
+  constexpr storage_format fi = format_of_v<TIn>, fo = format_of_v<TOut>;
+  if constexpr (std::is_same<Real, float>::value)
+    return (fi == storage_format::f32 || fi == storage_format::fp16 ||
+            fi == storage_format::bf16) &&
+           (fo == storage_format::f32 || fo == storage_format::fp16 || fo == storage_format::bf16);
+  else
+    return std::is_same<Real, double>::value && fi == storage_format::f64 &&
+           fo == storage_format::f64;
+}
+
+/// Runs a validated job on kernels K with the layout and direction turned into template
+/// arguments.
+template <class K, std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run_with(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+#if defined(ROPE_TEST_COUNT_DISPATCH)
+  isa_calls[static_cast<int>(K::id)].fetch_add(1, std::memory_order_relaxed);
+#endif
   const bool inv = dir == direction::inverse;
   if (tab.layout() == layout::interleaved) {
-    if (inv) arch::scalar::run<Dim, layout::interleaved, true>(tab, jb);
-    else arch::scalar::run<Dim, layout::interleaved, false>(tab, jb);
+    if (inv) K::template run<Dim, layout::interleaved, true>(tab, jb);
+    else K::template run<Dim, layout::interleaved, false>(tab, jb);
   } else {
-    if (inv) arch::scalar::run<Dim, layout::half_split, true>(tab, jb);
-    else arch::scalar::run<Dim, layout::half_split, false>(tab, jb);
+    if (inv) K::template run<Dim, layout::half_split, true>(tab, jb);
+    else K::template run<Dim, layout::half_split, false>(tab, jb);
   }
+}
+
+/// Compile-time dispatch: the best path the compiler's flags allow, inlined.
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run_static(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+  if constexpr (!vector_types<Real, TIn, TOut>() || compiled_isa() == isa::scalar) {
+    run_with<scalar_kernels, Dim>(tab, jb, dir);
+  } else {
+#if ROPE_X86
+    if constexpr (compiled_isa() == isa::avx512) run_with<avx512_kernels, Dim>(tab, jb, dir);
+    else run_with<avx2_kernels, Dim>(tab, jb, dir);
+#elif ROPE_NEON
+    run_with<neon_kernels, Dim>(tab, jb, dir);
+#endif
+  }
+}
+
+/// Runtime dispatch: the path probed once (or forced) and cached (rope/isa.hpp), then one
+/// indirect call into that path's kernels, which are instantiated whole (not inlined into a
+/// switch next to the other paths', where their registers would be allocated together).
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
+                    direction dir) noexcept {
+  if constexpr (!vector_types<Real, TIn, TOut>()) {
+    run_with<scalar_kernels, Dim>(tab, jb, dir);
+  } else {
+    using kernel_fn = void (*)(const table<Real>&, const job<TIn, TOut, Pos>&, direction) noexcept;
+    kernel_fn f = &run_with<scalar_kernels, Dim, Real, TIn, TOut, Pos>;
+    switch (dispatched_isa()) {
+#if ROPE_X86
+      case isa::avx512: f = &run_with<avx512_kernels, Dim, Real, TIn, TOut, Pos>; break;
+      case isa::avx2: f = &run_with<avx2_kernels, Dim, Real, TIn, TOut, Pos>; break;
+#endif
+#if ROPE_NEON
+      case isa::neon: f = &run_with<neon_kernels, Dim, Real, TIn, TOut, Pos>; break;
+#endif
+      default: break;
+    }
+    f(tab, jb, dir);
+  }
+}
+
+/// Runs a validated job on the active path (compile-time or runtime dispatch, rope/isa.hpp).
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+#if defined(ROPE_RUNTIME_DISPATCH)
+  run_dispatched<Dim>(tab, jb, dir);
+#else
+  run_static<Dim>(tab, jb, dir);
+#endif
 }
 
 }  // namespace detail
 
 /// Rotates in -> out (out-of-place; or in place when out is the same rows as in), token t at
 /// positions[t]. T is the storage type; the table type is compute_type_t<T> (float for float).
-/// TOut may differ from T (e.g. float in, 16-bit out into a KV cache) once such storage types
-/// exist; the result is computed in compute_type_t<T> and rounded once on store.
+/// TOut may differ from T when both compute in the same type (e.g. float in, rope::float16 or
+/// rope::bfloat16 out, straight into a KV cache); the result is computed in compute_type_t<T>
+/// and rounded once on store.
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<const T> in,
                            heads_view<TOut> out, const Pos* positions,

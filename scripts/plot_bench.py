@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Turns a Google Benchmark JSON run of benchmarks/apply_bench into a PNG chart.
+
+    build/release/benchmarks/apply_bench --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true \
+        --benchmark_out=bench.json --benchmark_out_format=json
+    /usr/bin/python3 scripts/plot_bench.py bench.json docs/bench.png
+
+One row per token count (T = 1 decode, T = 512 prefill). Left: GB/s per head dimension for
+each layout and storage type, with the memory baselines measured in the same run (dashed).
+Right: the ratio of each to its baseline (stream over the same bytes for in place, memcpy for
+out of place). Uses medians when the run has aggregates, else the first repetition.
+Needs python3-matplotlib (Debian; run it with /usr/bin/python3 if another python3 is first on PATH).
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+# (group, kind) -> (label, baseline group); groups and kinds as in apply_bench.cpp.
+SERIES = [
+    ((3, 1), "float interleaved", 0),
+    ((3, 2), "float half_split", 0),
+    ((4, 1), "fp16 interleaved", 1),
+    ((4, 2), "fp16 half_split", 1),
+    ((5, 1), "bf16 interleaved", 1),
+    ((5, 2), "bf16 half_split", 1),
+    ((6, 1), "float out of place interleaved", 2),
+    ((6, 2), "float out of place half_split", 2),
+]
+BASELINES = {0: "stream (float rows)", 1: "stream (16-bit rows)", 2: "memcpy (float rows)"}
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    runs = data["benchmarks"]
+    has_median = any(r.get("aggregate_name") == "median" for r in runs)
+    gbps = {}
+    for r in runs:
+        if "group" not in r or r.get("error_occurred"):
+            continue
+        if has_median and r.get("aggregate_name") != "median":
+            continue
+        key = (int(r["group"]), int(r["kind"]), int(r["D"]), int(r["T"]))
+        if key not in gbps:
+            gbps[key] = r["bytes_per_second"] / 1e9
+    return data.get("context", {}), gbps
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: plot_bench.py bench.json out.png")
+    context, gbps = load(sys.argv[1])
+    dims = sorted({k[2] for k in gbps})
+    tokens = sorted({k[3] for k in gbps})
+    fig, axes = plt.subplots(len(tokens), 2, figsize=(15, 5 * len(tokens)), squeeze=False)
+    for row, T in enumerate(tokens):
+        ax_g, ax_r = axes[row]
+        for (grp, kind), label, base in SERIES:
+            xs = [d for d in dims if (grp, kind, d, T) in gbps]
+            if not xs:
+                continue
+            ys = [gbps[(grp, kind, d, T)] for d in xs]
+            style = "-o" if kind == 1 else "-s"
+            ax_g.plot(xs, ys, style, label=label)
+            rx = [d for d in xs if (base, 0, d, T) in gbps]
+            ax_r.plot(rx, [gbps[(grp, kind, d, T)] / gbps[(base, 0, d, T)] for d in rx], style, label=label)
+        for base, label in BASELINES.items():
+            xs = [d for d in dims if (base, 0, d, T) in gbps]
+            if xs:
+                ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], "--", color="gray" if base == 0 else "black",
+                          alpha=0.6, label=label)
+        ax_g.set_title(f"T = {T} tokens, 32 heads: GB/s")
+        ax_r.set_title(f"T = {T}: ratio to the baseline on the same bytes")
+        ax_r.axhline(0.85 if T > 1 else 0.70, color="red", linestyle=":", label="target (float in place)")
+        ax_r.axhline(1.0, color="gray", linewidth=0.5)
+        for ax in (ax_g, ax_r):
+            ax.set_xlabel("head dimension D")
+            ax.set_xticks(dims)
+            ax.grid(alpha=0.3)
+        ax_g.set_ylabel("GB/s (bytes read + written)")
+        ax_r.set_ylabel("ratio")
+        ax_r.legend(fontsize=7, loc="lower right")
+        ax_g.legend(fontsize=7, loc="best")
+    host = context.get("host_name", "")
+    fig.suptitle(f"rope::apply, single thread, cached table ({host}, {context.get('date', '')})")
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=90)
+    print(f"wrote {sys.argv[2]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,509 @@
+// Every vector path (AVX2, AVX-512, NEON) against the scalar path (rope/arch/scalar.hpp, the
+// specification): bitwise identical outputs for every head dim of shared/testing.md, partial
+// rotary dims, compile-time and dynamic Dim, alignment offsets 0..15 elements, both layouts,
+// in and out of place, forward and inverse, float/double/fp16/bf16 storage and mixed
+// float<->16-bit, dense and compact tables, with canaries around and between the rows. Then
+// the dispatcher: a forced path really runs (per-path call counters), ROPE_FORCE_ISA is
+// honoured, a path the CPU lacks is refused. Test names carry the ISA; paths this machine or
+// build cannot run are skipped with the reason.
+#define ROPE_TEST_COUNT_DISPATCH 1
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <rope/rope.hpp>
+
+namespace {
+
+constexpr unsigned char kCanary = 0xA5;
+const int kHeadDims[] = {2, 4, 6, 8, 14, 16, 30, 32, 62, 64, 66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
+
+// A byte buffer with `offset` elements of T before the data, canary bytes around, the data
+// start aligned to 64 bytes + offset * sizeof(T).
+template <class T>
+struct guarded {
+  std::vector<unsigned char> bytes;
+  std::size_t start = 0;  // byte index of element 0
+  guarded(std::size_t n, std::size_t offset) {
+    bytes.assign(n * sizeof(T) + offset * sizeof(T) + 256, kCanary);
+    const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
+    start = static_cast<std::size_t>((64 - base % 64) % 64) + 64 + offset * sizeof(T);
+  }
+  T* data() { return reinterpret_cast<T*>(bytes.data() + start); }
+  // The data and 64 canary bytes either side: equal windows compare two buffers whose
+  // allocations are aligned differently.
+  const unsigned char* window() const { return bytes.data() + start - 64; }
+  std::size_t window_size(std::size_t n) const { return n * sizeof(T) + 128; }
+};
+
+// Random finite values of T spread over many binades (subnormals included for 16-bit types).
+template <class T>
+T random_value(std::mt19937_64& gen) {
+  using traits = rope::storage_traits<T>;
+  if constexpr (rope::format_of_v<T> == rope::storage_format::fp16 ||
+                rope::format_of_v<T> == rope::storage_format::bf16) {
+    const std::uint16_t exp_mask = rope::format_of_v<T> == rope::storage_format::fp16 ? 0x7c00 : 0x7f80;
+    for (;;) {
+      const auto b = static_cast<std::uint16_t>(gen());
+      if ((b & exp_mask) == exp_mask) continue;  // no Inf/NaN: their NaN signs may differ by path
+      T x;
+      std::memcpy(&x, &b, sizeof b);
+      return x;
+    }
+  } else {
+    std::uniform_real_distribution<double> unit(-1.0, 1.0);
+    const int e = static_cast<int>(gen() % 61) - 30;
+    return traits::store(static_cast<typename traits::compute_type>(std::ldexp(unit(gen), e)));
+  }
+}
+
+struct shape {
+  int head_dim, rotary_dim, tokens, heads;
+  std::size_t in_offset, out_offset;
+  std::ptrdiff_t head_pad;  // elements between rows of one token
+};
+
+// Runs kernels K and the scalar kernels on identical buffers and compares every byte: the
+// rows bitwise, and every byte outside the rows unchanged (canaries, padding).
+template <class K, std::size_t Dim, class TIn, class TOut>
+void check_case(const rope::table<rope::compute_type_t<TIn>>& tab, const shape& s, bool in_place,
+                rope::direction dir, std::uint64_t seed) {
+  const std::ptrdiff_t hs = s.head_dim + s.head_pad;
+  const std::ptrdiff_t ts = s.heads * hs + 1;
+  const std::size_t n = static_cast<std::size_t>(s.tokens * ts);
+  std::mt19937_64 gen(seed);
+  std::vector<std::int32_t> pos(static_cast<std::size_t>(s.tokens));
+  for (auto& p : pos) p = static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(tab.length()));
+  pos[0] = 0;
+
+  guarded<TIn> in_a(n, s.in_offset), in_b(n, s.in_offset);
+  guarded<TOut> out_a(n, s.out_offset), out_b(n, s.out_offset);
+  std::vector<bool> is_row(n, false);
+  for (int t = 0; t < s.tokens; ++t)
+    for (int h = 0; h < s.heads; ++h)
+      for (int k = 0; k < s.head_dim; ++k) {
+        const std::size_t i = static_cast<std::size_t>(t * ts + h * hs + k);
+        is_row[i] = true;
+        const TIn v = random_value<TIn>(gen);
+        std::memcpy(in_a.data() + i, &v, sizeof v);
+        std::memcpy(in_b.data() + i, &v, sizeof v);
+      }
+  const std::vector<unsigned char> in_initial = in_b.bytes, out_initial = out_b.bytes;
+
+  auto job_for = [&](guarded<TIn>& in, guarded<TOut>& out) {
+    TOut* o = in_place ? reinterpret_cast<TOut*>(in.data()) : out.data();
+    return rope::detail::job<TIn, TOut, std::int32_t>{
+        in.data(), o, static_cast<std::size_t>(s.tokens), static_cast<std::size_t>(s.heads),
+        static_cast<std::size_t>(ts), static_cast<std::size_t>(hs), static_cast<std::size_t>(ts),
+        static_cast<std::size_t>(hs), static_cast<std::size_t>(s.head_dim), pos.data(), !in_place};
+  };
+  rope::detail::run_with<rope::detail::scalar_kernels, Dim>(tab, job_for(in_a, out_a), dir);
+  rope::detail::run_with<K, Dim>(tab, job_for(in_b, out_b), dir);
+
+  const std::string what = std::string(rope::to_string(K::id)) + " D=" + std::to_string(s.head_dim) +
+                           " d=" + std::to_string(s.rotary_dim) + " " + rope::to_string(tab.layout()) +
+                           (in_place ? " in place" : " out of place") +
+                           (dir == rope::direction::inverse ? " inverse" : " forward") +
+                           " offsets " + std::to_string(s.in_offset) + "/" + std::to_string(s.out_offset) +
+                           (tab.mode() == rope::table_mode::compact ? " compact" : " dense") +
+                           " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) +
+                           "B out " + std::to_string(sizeof(TOut)) + "B";
+  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
+  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
+  // Nothing outside the rows changed (both runs are equal, so checking one suffices).
+  auto outside_unchanged = [&](const std::vector<unsigned char>& now, const std::vector<unsigned char>& before,
+                               std::size_t start, std::size_t elem) {
+    for (std::size_t b = 0; b < now.size(); ++b) {
+      const bool in_rows = b >= start && b < start + n * elem && is_row[(b - start) / elem];
+      if (!in_rows && now[b] != before[b]) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(outside_unchanged(in_b.bytes, in_initial, in_b.start, sizeof(TIn))) << what;
+  ASSERT_TRUE(outside_unchanged(out_b.bytes, out_initial, out_b.start, sizeof(TOut))) << what;
+  if (!in_place) {
+    ASSERT_EQ(0, std::memcmp(in_b.bytes.data(), in_initial.data(), in_initial.size())) << what << ": input changed";
+  }
+}
+
+// The tables of one spec: float and double, dense and compact (built once per spec).
+struct tables {
+  std::shared_ptr<const rope::table<float>> f_dense, f_compact;
+  std::shared_ptr<const rope::table<double>> d_dense, d_compact;
+  explicit tables(const rope::spec& sp) {
+    const auto f = rope::default_frequencies(sp);
+    f_dense = rope::table<float>::build(f, sp.layout, 256, rope::table_mode::dense);
+    f_compact = rope::table<float>::build(f, sp.layout, 1 << 20, rope::table_mode::compact);
+    d_dense = rope::table<double>::build(f, sp.layout, 256, rope::table_mode::dense);
+    d_compact = rope::table<double>::build(f, sp.layout, 1 << 20, rope::table_mode::compact);
+  }
+  template <class Real>
+  const rope::table<Real>& get(bool compact) const {
+    if constexpr (std::is_same<Real, float>::value) return compact ? *f_compact : *f_dense;
+    else return compact ? *d_compact : *d_dense;
+  }
+};
+
+template <class K, std::size_t Dim, class TIn, class TOut>
+void check_all_modes(const tables& tabs, const shape& s, std::uint64_t seed) {
+  using Real = rope::compute_type_t<TIn>;
+  for (bool compact : {false, true}) {
+    const rope::table<Real>& tab = tabs.get<Real>(compact);
+    for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
+      check_case<K, Dim, TIn, TOut>(tab, s, false, dir, seed);
+      if constexpr (std::is_same<TIn, TOut>::value) check_case<K, Dim, TIn, TOut>(tab, s, true, dir, seed + 1);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// Every storage combination the vector paths take.
+template <class K, std::size_t Dim>
+void check_all_types(const tables& tabs, const shape& s, std::uint64_t seed) {
+  check_all_modes<K, Dim, float, float>(tabs, s, seed);
+  check_all_modes<K, Dim, double, double>(tabs, s, seed);
+  check_all_modes<K, Dim, rope::float16, rope::float16>(tabs, s, seed);
+  check_all_modes<K, Dim, rope::bfloat16, rope::bfloat16>(tabs, s, seed);
+  check_all_modes<K, Dim, float, rope::float16>(tabs, s, seed);
+  check_all_modes<K, Dim, float, rope::bfloat16>(tabs, s, seed);
+  check_all_modes<K, Dim, rope::float16, float>(tabs, s, seed);
+  check_all_modes<K, Dim, rope::bfloat16, rope::float16>(tabs, s, seed);
+}
+
+// Every head dim (dynamic Dim), full and partial rotary dims, both layouts, offsets 0..15.
+template <class K>
+void check_every_head_dim() {
+  std::uint64_t seed = 1;
+  for (int D : kHeadDims)
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+      for (int d : {D, D / 2 - (D / 2) % 2}) {
+        if (d < 2) continue;
+        const tables tabs(rope::make_spec(D, d, 1e4, l));
+        for (std::size_t off = 0; off < 16; ++off) {
+          const shape s{D, d, 3, 2, off, (off * 7 + 3) % 16, static_cast<std::ptrdiff_t>(off % 3)};
+          check_all_types<K, rope::dynamic>(tabs, s, ++seed);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+}
+
+// Compile-time Dim, including Dim/2 not a multiple of any lane count (80, 96, 112, 160).
+template <class K, std::size_t Dim>
+void check_static_dim() {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    const int D = static_cast<int>(Dim);
+    const tables tabs(rope::make_spec(D + 8, D, 5e5, l));  // 8 more dims: copied tail
+    for (std::size_t off : {0u, 1u, 3u, 8u, 15u}) {
+      const shape s{D + 8, D, 5, 3, off, 15 - off, 2};
+      check_all_types<K, Dim>(tabs, s, 100 + off);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+template <class K>
+void check_static_dims() {
+  check_static_dim<K, 64>();
+  check_static_dim<K, 80>();
+  check_static_dim<K, 96>();
+  check_static_dim<K, 112>();
+  check_static_dim<K, 128>();
+  check_static_dim<K, 160>();
+  check_static_dim<K, 256>();
+}
+
+#define ROPE_SKIP_UNLESS(isa_value)                                                           \
+  if (!rope::detail::cpu_supports(isa_value))                                                 \
+  GTEST_SKIP() << "this CPU (or build target) cannot run " << rope::to_string(isa_value)
+
+#if ROPE_X86
+TEST(SimdAvx2, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_every_head_dim<rope::detail::avx2_kernels>();
+}
+TEST(SimdAvx2, BitwiseEqualsScalarCompileTimeDims) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_static_dims<rope::detail::avx2_kernels>();
+}
+TEST(SimdAvx512, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_every_head_dim<rope::detail::avx512_kernels>();
+}
+TEST(SimdAvx512, BitwiseEqualsScalarCompileTimeDims) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_static_dims<rope::detail::avx512_kernels>();
+}
+TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
+  GTEST_SKIP() << "NEON kernels exist only in AArch64 builds (run under qemu-aarch64 in CI)";
+}
+#endif
+
+#if ROPE_NEON
+TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
+  check_every_head_dim<rope::detail::neon_kernels>();
+}
+TEST(SimdNeon, BitwiseEqualsScalarCompileTimeDims) { check_static_dims<rope::detail::neon_kernels>(); }
+#endif
+
+// --- 16-bit conversions of each path against the exact scalar ones --------------------------
+
+// Each path's vector load and store of a 16-bit format, called directly (in the path's target
+// region), over whole vectors.
+#if ROPE_X86
+template <class T16>
+ROPE_AVX512_FN void avx512_widen(const T16* p, float* out, std::size_t n) {
+  namespace k = rope::arch::avx512::detail;
+  for (std::size_t i = 0; i < n; i += 16)
+    k::io<float, rope::storage_format::f32>::store(out + i, k::io<float, rope::format_of_v<T16>>::load(p + i));
+}
+template <class T16>
+ROPE_AVX512_FN void avx512_narrow(const float* p, T16* out, std::size_t n) {
+  namespace k = rope::arch::avx512::detail;
+  for (std::size_t i = 0; i < n; i += 16)
+    k::io<float, rope::format_of_v<T16>>::store(out + i, k::io<float, rope::storage_format::f32>::load(p + i));
+}
+template <class T16>
+ROPE_AVX2_FN void avx2_widen(const T16* p, float* out, std::size_t n) {
+  namespace k = rope::arch::avx2::detail;
+  for (std::size_t i = 0; i < n; i += 8)
+    k::io<float, rope::storage_format::f32>::store(out + i, k::io<float, rope::format_of_v<T16>>::load(p + i));
+}
+template <class T16>
+ROPE_AVX2_FN void avx2_narrow(const float* p, T16* out, std::size_t n) {
+  namespace k = rope::arch::avx2::detail;
+  for (std::size_t i = 0; i < n; i += 8)
+    k::io<float, rope::format_of_v<T16>>::store(out + i, k::io<float, rope::storage_format::f32>::load(p + i));
+}
+#endif
+#if ROPE_NEON
+template <class T16>
+void neon_widen(const T16* p, float* out, std::size_t n) {
+  namespace k = rope::arch::neon::detail;
+  for (std::size_t i = 0; i < n; i += 4)
+    k::io<float, rope::storage_format::f32>::store(out + i, k::io<float, rope::format_of_v<T16>>::load(p + i));
+}
+template <class T16>
+void neon_narrow(const float* p, T16* out, std::size_t n) {
+  namespace k = rope::arch::neon::detail;
+  for (std::size_t i = 0; i < n; i += 4)
+    k::io<float, rope::format_of_v<T16>>::store(out + i, k::io<float, rope::storage_format::f32>::load(p + i));
+}
+#endif
+
+template <class T>
+std::uint32_t raw(const T& x) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof x);
+  return u;
+}
+
+// All 65536 patterns through the vector load; every pattern's value, one float ulp either side
+// of the midpoint to the next pattern, and 2^20 random floats (NaNs of both signs, signalling
+// and quiet, included) through the vector store: bitwise the scalar conversions.
+template <class T16>
+void check_conversions(void (*widen)(const T16*, float*, std::size_t),
+                       void (*narrow)(const float*, T16*, std::size_t)) {
+  std::vector<T16> all(65536);
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    std::memcpy(&all[b], &h, sizeof h);
+  }
+  std::vector<float> wide(all.size());
+  widen(all.data(), wide.data(), all.size());
+  for (std::uint32_t b = 0; b < 65536; ++b)
+    ASSERT_EQ(raw(wide[b]), raw(rope::storage_traits<T16>::load(all[b]))) << "load of pattern " << std::hex << b;
+
+  std::vector<float> floats;
+  const std::uint32_t half_step = rope::format_of_v<T16> == rope::storage_format::fp16 ? 0x1000u : 0x8000u;
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const std::uint32_t vb = raw(rope::storage_traits<T16>::load(all[b]));
+    for (std::uint32_t x : {vb, vb + half_step - 1, vb + half_step, vb + half_step + 1}) {
+      float f;
+      std::memcpy(&f, &x, 4);
+      floats.push_back(f);
+    }
+  }
+  std::mt19937 gen(99);
+  for (int i = 0; i < (1 << 20); ++i) {
+    const auto x = static_cast<std::uint32_t>(gen());
+    float f;
+    std::memcpy(&f, &x, 4);
+    floats.push_back(f);
+  }
+  std::vector<T16> narrowed(floats.size());
+  narrow(floats.data(), narrowed.data(), floats.size());
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    ASSERT_EQ(raw(narrowed[i]), raw(rope::storage_traits<T16>::store(floats[i])))
+        << "store of float bits " << std::hex << raw(floats[i]);
+}
+
+#if ROPE_X86
+TEST(SimdAvx2, Fp16ConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_conversions<rope::float16>(avx2_widen<rope::float16>, avx2_narrow<rope::float16>);
+}
+TEST(SimdAvx2, Bf16ConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_conversions<rope::bfloat16>(avx2_widen<rope::bfloat16>, avx2_narrow<rope::bfloat16>);
+}
+TEST(SimdAvx512, Fp16ConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_conversions<rope::float16>(avx512_widen<rope::float16>, avx512_narrow<rope::float16>);
+}
+TEST(SimdAvx512, Bf16ConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_conversions<rope::bfloat16>(avx512_widen<rope::bfloat16>, avx512_narrow<rope::bfloat16>);
+}
+#endif
+#if ROPE_NEON
+TEST(SimdNeon, Fp16ConversionsEqualScalarOnAllPatterns) {
+  check_conversions<rope::float16>(neon_widen<rope::float16>, neon_narrow<rope::float16>);
+}
+TEST(SimdNeon, Bf16ConversionsEqualScalarOnAllPatterns) {
+  check_conversions<rope::bfloat16>(neon_widen<rope::bfloat16>, neon_narrow<rope::bfloat16>);
+}
+#endif
+
+// NaN results of the vector stores: NaN, quiet, sign kept (payload bits may differ by path only
+// through which NaN operand the FMA propagates, so they are not compared).
+template <class K, class T16>
+void check_nan_stores() {
+  const int D = 16;
+  const rope::spec sp = rope::make_spec(D, D, 1e4, rope::layout::half_split);
+  const auto tab = rope::table<float>::build(rope::default_frequencies(sp), sp.layout, 8);
+  std::vector<float> x(D, 1.0f);
+  const std::uint32_t nans[] = {0x7f800001u, 0x7fc00000u, 0xffc00001u, 0x7fbfffffu};
+  for (std::size_t j = 0; j < 4; ++j) std::memcpy(&x[j], &nans[j], 4);
+  std::vector<T16> y(D);
+  const std::int32_t pos[1] = {3};
+  auto jb = rope::detail::job<float, T16, std::int32_t>{x.data(), y.data(), 1, 1, D, D, D, D, D, pos, true};
+  rope::detail::run_with<K, rope::dynamic>(*tab, jb, rope::direction::forward);
+  for (std::size_t j = 0; j < 4; ++j)
+    for (std::size_t k : {j, j + D / 2}) {
+      const float v = rope::storage_traits<T16>::load(y[k]);
+      EXPECT_TRUE(std::isnan(v)) << k;
+    }
+  for (std::size_t j = 4; j < D / 2; ++j) EXPECT_FALSE(std::isnan(rope::storage_traits<T16>::load(y[j]))) << j;
+}
+
+#if ROPE_X86
+TEST(SimdAvx2, NanInputsGiveNanOnlyInTheirPair) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_nan_stores<rope::detail::avx2_kernels, rope::float16>();
+  check_nan_stores<rope::detail::avx2_kernels, rope::bfloat16>();
+}
+TEST(SimdAvx512, NanInputsGiveNanOnlyInTheirPair) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_nan_stores<rope::detail::avx512_kernels, rope::float16>();
+  check_nan_stores<rope::detail::avx512_kernels, rope::bfloat16>();
+}
+#endif
+#if ROPE_NEON
+TEST(SimdNeon, NanInputsGiveNanOnlyInTheirPair) {
+  check_nan_stores<rope::detail::neon_kernels, rope::float16>();
+  check_nan_stores<rope::detail::neon_kernels, rope::bfloat16>();
+}
+#endif
+
+// --- dispatch -------------------------------------------------------------------------------
+
+unsigned long calls(rope::isa i) { return rope::detail::isa_calls[static_cast<int>(i)].load(); }
+
+// Calls rope::apply once and returns which path counted the call.
+rope::isa path_of_one_apply(std::vector<float>& x) {
+  auto tab = rope::get_table<float>(rope::make_spec(128, 128, 1e4, rope::layout::half_split), 64);
+  unsigned long before[5];
+  for (int i = 1; i < 5; ++i) before[i] = rope::detail::isa_calls[i].load();
+  const std::int32_t pos[2] = {5, 63};
+  EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads(x.data(), 2, 4, 128), pos), rope::status::ok);
+  rope::isa ran = rope::isa::scalar;
+  int n = 0;
+  for (int i = 1; i < 5; ++i)
+    if (rope::detail::isa_calls[i].load() != before[i]) {
+      ran = static_cast<rope::isa>(i);
+      ++n;
+    }
+  EXPECT_EQ(n, 1) << "exactly one path runs per call";
+  return ran;
+}
+
+// The first question asked of the dispatcher in this process: the environment's choice.
+TEST(Dispatch, EnvironmentVariableIsHonoured) {
+  const char* env = std::getenv("ROPE_FORCE_ISA");
+#if defined(ROPE_RUNTIME_DISPATCH)
+  rope::isa wanted;
+  if (env == nullptr || !rope::detail::parse_isa(env, wanted)) {
+    EXPECT_EQ(rope::active_isa(), rope::detail::best_isa());
+    GTEST_SKIP() << "ROPE_FORCE_ISA not set: the best path " << rope::to_string(rope::active_isa())
+                 << " is active";
+  }
+  if (!rope::detail::cpu_supports(wanted)) {
+    EXPECT_EQ(rope::active_isa(), rope::detail::best_isa()) << "an unsupported choice is refused";
+    return;
+  }
+  EXPECT_EQ(rope::active_isa(), wanted);
+  std::vector<float> x(2 * 4 * 128, 0.5f);
+  EXPECT_EQ(path_of_one_apply(x), wanted) << "the forced path is the one that ran";
+  std::printf("ROPE_FORCE_ISA=%s: rope::apply ran on %s\n", env, rope::to_string(rope::active_isa()));
+#else
+  EXPECT_EQ(rope::active_isa(), rope::compiled_isa());
+  GTEST_SKIP() << "compile-time dispatch (" << rope::to_string(rope::compiled_isa())
+               << "): ROPE_FORCE_ISA applies to ROPE_RUNTIME_DISPATCH builds" << (env ? "" : "");
+#endif
+}
+
+TEST(Dispatch, ForcedPathRunsAndGivesTheSameBits) {
+  std::vector<float> reference;
+  int paths = 0;
+  for (rope::isa i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
+    const bool ok = rope::force_isa(i);
+#if defined(ROPE_RUNTIME_DISPATCH)
+    EXPECT_EQ(ok, rope::detail::cpu_supports(i)) << rope::to_string(i);
+#else
+    EXPECT_EQ(ok, i == rope::compiled_isa()) << rope::to_string(i);
+#endif
+    if (!ok) continue;
+    EXPECT_EQ(rope::active_isa(), i);
+    std::vector<float> x(2 * 4 * 128);
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = std::sin(static_cast<float>(k));
+    EXPECT_EQ(path_of_one_apply(x), i) << "forced " << rope::to_string(i);
+    if (reference.empty()) reference = x;
+    EXPECT_EQ(0, std::memcmp(x.data(), reference.data(), x.size() * sizeof(float))) << rope::to_string(i);
+    ++paths;
+  }
+  std::printf("paths forced and run: %d (active now %s)\n", paths, rope::to_string(rope::active_isa()));
+  EXPECT_GE(paths, 1);
+}
+
+TEST(Dispatch, PathTheCpuLacksIsRefused) {
+  const rope::isa before = rope::active_isa();
+#if ROPE_X86
+  EXPECT_FALSE(rope::force_isa(rope::isa::neon));
+#else
+  EXPECT_FALSE(rope::force_isa(rope::isa::avx2));
+#endif
+  EXPECT_EQ(rope::active_isa(), before);
+  EXPECT_EQ(calls(rope::isa::neon) + 0, calls(rope::isa::neon));
+}
+
+TEST(Dispatch, UserTypeWithoutFormatRunsScalar) {
+  // double in, double out is vectorised; a TOut of another compute type is not: the scalar
+  // path runs whatever is forced.
+  auto tab = rope::get_table<double>(rope::make_spec(64, 64, 1e4, rope::layout::interleaved), 8);
+  std::vector<double> x(64, 0.25);
+  const unsigned long s0 = calls(rope::isa::scalar);
+  ASSERT_EQ(rope::apply<double>(*tab, 3, x.data()), rope::status::ok);
+  if (rope::active_isa() == rope::isa::scalar) EXPECT_EQ(calls(rope::isa::scalar), s0 + 1);
+  else EXPECT_EQ(calls(rope::isa::scalar), s0);
+}
+
+}  // namespace
