@@ -16,10 +16,11 @@
 #include <rope/rope.hpp>
 #include <vector>
 
-// The KV cache's element type. Change this one line to rope::float16 (or rope::bfloat16) when
-// your rope has 16-bit storage: rope::apply then rounds each rotated key once as it stores it,
-// and attention reads it back through rope::storage_traits<kv_t>::load.
-using kv_t = float;
+// The KV cache's element type: fp16, as engines store it. rope::apply computes each rotated key
+// in float and rounds it once, to nearest even, as it stores it into the cache (float in, fp16
+// out, one pass); attention reads it back through rope::storage_traits<kv_t>::load. Change this
+// line to rope::bfloat16 or float to see the same equality with another cache type.
+using kv_t = rope::float16;
 
 namespace {
 
