@@ -44,16 +44,24 @@ int __wrap_pthread_mutex_lock(pthread_mutex_t* m) {
 }
 
 namespace {
+[[noreturn]] void out_of_memory() {
+#if ROPE_HAS_EXCEPTIONS
+  throw std::bad_alloc();
+#else
+  std::abort();
+#endif
+}
+
 void* counted_new(std::size_t n) {
   g_new.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
+  out_of_memory();
 }
 void* counted_new_aligned(std::size_t n, std::align_val_t a) {
   g_new.fetch_add(1, std::memory_order_relaxed);
   const std::size_t al = static_cast<std::size_t>(a);
   if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
-  throw std::bad_alloc();
+  out_of_memory();
 }
 }  // namespace
 
