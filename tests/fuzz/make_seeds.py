@@ -18,10 +18,13 @@ def spec(t, layout, head_dim, rot, base, rot_extra=b""):
     return bytes([t, layout]) + struct.pack("<H", head_dim) + bytes([rot]) + rot_extra + bytes([base])
 
 
+LENGTHS = [1, 2, 3, 16, 17, 100, 1000, 4096, 4097]
+
+
 def run(length=4096, mode=0, long_table=0, entry=OUT_OF_PLACE, inverse=False, pos32=True, tokens=3, qh=2,
         kh=1, geo_q=(0, PACKED), geo_k=(0, PACKED), offset=0, positions=(), payload_mode=1,
         payload=b"", null_data=0):
-    b = struct.pack("<H", length - 1) + bytes([mode, long_table, entry, 0 if inverse else 1, 0 if pos32 else 1, tokens, qh, kh, 0])
+    b = bytes([LENGTHS.index(length), mode, long_table, entry, 0 if inverse else 1, 0 if pos32 else 1, tokens, qh, kh, 0])
     b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, offset])  # out geometries = in geometries
     for p in positions:
         b += p
