@@ -64,7 +64,7 @@ void print_rows(const char* type_name) {
   for (rope::layout l : {rope::layout::half_split, rope::layout::interleaved})
     for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
       const row r = measure<T>(l, mode, small, large);
-      std::printf("| %s | %s | scalar | %s (%s) | %.2Le | %.2Lf | %.3Lf |\n", type_name, rope::to_string(l),
+      std::printf("| %s | %s | scalar | %s (%s) | %.2Le | %.2Lf | %.3Lg |\n", type_name, rope::to_string(l),
                   mode == rope::table_mode::dense ? "dense" : "compact",
                   mode == rope::table_mode::dense ? "p < 2^14" : "p <= 2^24", r.relative, r.of_bound,
                   r.phase / 0x1p-24L);
