@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <type_traits>
 #include <cstdint>
+#include <limits>
 #include <random>
-#include <vector>
-
 #include <rope/rope.hpp>
+#include <type_traits>
+#include <vector>
 
 #include "oracle.hpp"
 
@@ -26,7 +25,8 @@ inline std::vector<std::int64_t> large_positions(int n_random) {
     for (std::int64_t d = -1; d <= 1; ++d) p.push_back((std::int64_t{1} << k) + d);
   std::mt19937_64 gen(0x5eed2024);
   for (int i = 0; i < n_random; ++i)
-    p.push_back((std::int64_t{1} << 10) + static_cast<std::int64_t>(gen() % ((std::uint64_t{1} << 24) - 1024)));
+    p.push_back((std::int64_t{1} << 10) +
+                static_cast<std::int64_t>(gen() % ((std::uint64_t{1} << 24) - 1024)));
   return p;
 }
 
@@ -62,13 +62,16 @@ ld max_phase_error(const rope::table<rope::compute_type_t<T>>& tab, double base,
       h1[oracle::second(l, j, P)] = static_cast<T>(std::sin(a0[j]));
     }
   const std::vector<T> in = x;
-  if (rope::apply<T>(tab, rope::packed_heads(x.data(), n, 2, d), positions.data()) != rope::status::ok) return 1e9L;
+  if (rope::apply<T>(tab, rope::packed_heads(x.data(), n, 2, d), positions.data()) !=
+      rope::status::ok)
+    return 1e9L;
   ld worst = 0;
   for (std::size_t t = 0; t < static_cast<std::size_t>(n); ++t)
     for (std::size_t h = 0; h < 2; ++h)
       for (std::size_t j = 0; j < P; ++j) {
         const std::size_t base_i = (2 * t + h) * static_cast<std::size_t>(d);
-        const std::size_t i0 = base_i + oracle::first(l, j, P), i1 = base_i + oracle::second(l, j, P);
+        const std::size_t i0 = base_i + oracle::first(l, j, P),
+                          i1 = base_i + oracle::second(l, j, P);
         const double before = std::atan2(static_cast<double>(in[i1]), static_cast<double>(in[i0]));
         const double after = std::atan2(static_cast<double>(x[i1]), static_cast<double>(x[i0]));
         const ld expected = static_cast<ld>(positions[t]) * w[j];
@@ -80,14 +83,15 @@ ld max_phase_error(const rope::table<rope::compute_type_t<T>>& tab, double base,
 
 struct output_error {
   ld relative = 0;  ///< largest |out - ref| / r
-  ld of_bound = 0;  ///< largest |out - ref| / bound, bound = 3 u r (float), (3 + |theta|) u r (double)
+  ld of_bound =
+      0;  ///< largest |out - ref| / bound, bound = 3 u r (float), (3 + |theta|) u r (double)
 };
 
 /// Output errors over random inputs in [-1, 1], ref the long double 2x2 rotation of each pair
 /// (u = 2^-24 for float storage, 2^-53 for double): head_dim = rotary_dim.
 template <class T>
 output_error max_output_error(const rope::table<rope::compute_type_t<T>>& tab, double base,
-                          const std::vector<std::int64_t>& positions) {
+                              const std::vector<std::int64_t>& positions) {
   using R = rope::compute_type_t<T>;
   const ld u = static_cast<ld>(std::numeric_limits<R>::epsilon()) / 2;
   const int d = tab.rotary_dim();
@@ -101,8 +105,8 @@ output_error max_output_error(const rope::table<rope::compute_type_t<T>>& tab, d
   for (auto& e : x) e = static_cast<T>(dist(gen));
   std::vector<T> out(x.size());
   output_error worst;
-  if (rope::apply<T>(tab, rope::packed_heads<const T>(x.data(), n, 1, d), rope::packed_heads(out.data(), n, 1, d),
-                     positions.data()) != rope::status::ok)
+  if (rope::apply<T>(tab, rope::packed_heads<const T>(x.data(), n, 1, d),
+                     rope::packed_heads(out.data(), n, 1, d), positions.data()) != rope::status::ok)
     return {1e9L, 1e9L};
   for (std::size_t t = 0; t < static_cast<std::size_t>(n); ++t)
     for (std::size_t j = 0; j < P; ++j) {

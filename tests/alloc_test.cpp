@@ -4,16 +4,14 @@
 // readings of the counters. Positive controls (a table build, a cache lookup) prove the
 // counters see what they should.
 #include <gtest/gtest.h>
-
 #include <pthread.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <vector>
-
 #include <rope/rope.hpp>
+#include <vector>
 
 namespace {
 std::atomic<long> g_new{0}, g_malloc{0}, g_lock{0};
@@ -65,31 +63,62 @@ void* counted_new_aligned(std::size_t n, std::align_val_t a) {
 }
 }  // namespace
 
-void* operator new(std::size_t n) { return counted_new(n); }
-void* operator new[](std::size_t n) { return counted_new(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return std::malloc(n ? n : 1); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return std::malloc(n ? n : 1); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_new_aligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_new_aligned(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void* operator new(std::size_t n) {
+  return counted_new(n);
+}
+void* operator new[](std::size_t n) {
+  return counted_new(n);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return std::malloc(n ? n : 1);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_new_aligned(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_new_aligned(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
 
 namespace {
 
 struct counts {
   long news, mallocs, locks;
 };
-counts now() { return {g_new.load(), g_malloc.load(), g_lock.load()}; }
+counts now() {
+  return {g_new.load(), g_malloc.load(), g_lock.load()};
+}
 
 template <class T>
 void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, std::vector<T>& out,
-               const std::vector<std::int32_t>& p32, const std::vector<std::int64_t>& p64, int& failures) {
+               const std::vector<std::int32_t>& p32, const std::vector<std::int64_t>& p64,
+               int& failures) {
   constexpr std::ptrdiff_t Tn = 8, Hq = 4, Hk = 2, D = 128;
   auto ok = [&](rope::status s) { failures += s != rope::status::ok; };
   for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
@@ -98,8 +127,8 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
     ok(rope::apply<T, 128>(tab, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(), dir));
     ok(rope::apply<T>(tab, rope::packed_heads<const T>(q.data(), Tn, Hq, D),
                       rope::packed_heads(out.data(), Tn, Hq, D), p64.data(), dir));
-    ok(rope::apply_qk<T>(tab, rope::packed_heads(q.data(), Tn, Hq, D), rope::packed_heads(k.data(), Tn, Hk, D),
-                         p32.data(), dir));
+    ok(rope::apply_qk<T>(tab, rope::packed_heads(q.data(), Tn, Hq, D),
+                         rope::packed_heads(k.data(), Tn, Hk, D), p32.data(), dir));
     ok(rope::apply_qk<T, 128>(tab, rope::packed_heads(q.data(), Tn, Hq, D),
                               rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), dir));
     ok(rope::apply<T>(tab, p64[3], q.data(), dir));
@@ -108,7 +137,8 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
   // Errors take no allocation or lock either.
   const std::int64_t bad = tab.length();
   failures += rope::apply<T>(tab, bad, q.data()) != rope::status::position_out_of_range;
-  failures += rope::apply<T>(tab, rope::packed_heads(q.data(), Tn, Hq, D - 1), p64.data()) == rope::status::ok;
+  failures += rope::apply<T>(tab, rope::packed_heads(q.data(), Tn, Hq, D - 1), p64.data()) ==
+              rope::status::ok;
 }
 
 template <class T>
@@ -119,11 +149,14 @@ void expect_no_alloc_no_lock(rope::layout l, rope::table_mode mode, std::int64_t
   const counts after_table = now();
   // Positive controls: the cache takes a lock and the table's rows are allocated.
   EXPECT_GT(after_table.locks, before_table.locks) << "lock counter does not see std::mutex";
-  EXPECT_GT(after_table.news, before_table.news) << "operator new counter does not see the table build";
+  EXPECT_GT(after_table.news, before_table.news)
+      << "operator new counter does not see the table build";
 
   std::vector<T> q(8 * 4 * 128), k(8 * 2 * 128), out(q.size());
-  for (std::size_t i = 0; i < q.size(); ++i) q[i] = static_cast<T>(0.001 * static_cast<double>(i % 997) - 0.4);
-  for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<T>(0.002 * static_cast<double>(i % 499) - 0.5);
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = static_cast<T>(0.001 * static_cast<double>(i % 997) - 0.4);
+  for (std::size_t i = 0; i < k.size(); ++i)
+    k[i] = static_cast<T>(0.002 * static_cast<double>(i % 499) - 0.5);
   std::vector<std::int64_t> p64(8);
   std::vector<std::int32_t> p32(8);
   for (std::size_t t = 0; t < 8; ++t) {
@@ -138,11 +171,13 @@ void expect_no_alloc_no_lock(rope::layout l, rope::table_mode mode, std::int64_t
   EXPECT_EQ(after.news - before.news, 0) << "operator new in the hot path";
   EXPECT_EQ(after.mallocs - before.mallocs, 0) << "malloc in the hot path";
   EXPECT_EQ(after.locks - before.locks, 0) << "mutex lock in the hot path";
-  std::printf("%s %s %s: hot path calls made %ld operator new, %ld malloc, %ld mutex locks (table build: %ld new, %ld locks)\n",
-              sizeof(T) == 4 ? "float" : "double", rope::to_string(l),
-              tab->mode() == rope::table_mode::dense ? "dense" : "compact", after.news - before.news,
-              after.mallocs - before.mallocs, after.locks - before.locks, after_table.news - before_table.news,
-              after_table.locks - before_table.locks);
+  std::printf(
+      "%s %s %s: hot path calls made %ld operator new, %ld malloc, %ld mutex locks (table build: "
+      "%ld new, %ld locks)\n",
+      sizeof(T) == 4 ? "float" : "double", rope::to_string(l),
+      tab->mode() == rope::table_mode::dense ? "dense" : "compact", after.news - before.news,
+      after.mallocs - before.mallocs, after.locks - before.locks,
+      after_table.news - before_table.news, after_table.locks - before_table.locks);
 }
 
 TEST(HotPathAllocations, NoneOnceTheTableExists) {

@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <rope/rope.hpp>
 #include <thread>
 #include <vector>
-
-#include <rope/rope.hpp>
 
 namespace {
 
@@ -35,7 +34,8 @@ void check_deterministic(rope::layout l, rope::table_mode mode, std::int64_t len
   std::vector<T> ref(x.size()), again(x.size()), split(x.size());
   ASSERT_EQ(whole(ref), rope::status::ok);
   ASSERT_EQ(whole(again), rope::status::ok);
-  EXPECT_EQ(0, std::memcmp(ref.data(), again.data(), ref.size() * sizeof(T))) << "second run differs";
+  EXPECT_EQ(0, std::memcmp(ref.data(), again.data(), ref.size() * sizeof(T)))
+      << "second run differs";
 
   // 8 threads, each one slice of 8 tokens of the same output.
   std::vector<std::thread> pool;
@@ -44,13 +44,15 @@ void check_deterministic(rope::layout l, rope::table_mode mode, std::int64_t len
     pool.emplace_back([&, i] {
       const std::ptrdiff_t t0 = i * (kTokens / 8);
       st[static_cast<std::size_t>(i)] = rope::apply<T>(
-          *tab, rope::packed_heads<const T>(x.data() + t0 * kHeads * kDim, kTokens / 8, kHeads, kDim),
+          *tab,
+          rope::packed_heads<const T>(x.data() + t0 * kHeads * kDim, kTokens / 8, kHeads, kDim),
           rope::packed_heads(split.data() + t0 * kHeads * kDim, kTokens / 8, kHeads, kDim),
           pos.data() + t0);
     });
   for (auto& th : pool) th.join();
   for (auto v : st) EXPECT_EQ(v, rope::status::ok);
-  EXPECT_EQ(0, std::memcmp(ref.data(), split.data(), ref.size() * sizeof(T))) << "split over 8 threads differs";
+  EXPECT_EQ(0, std::memcmp(ref.data(), split.data(), ref.size() * sizeof(T)))
+      << "split over 8 threads differs";
 
   // 8 threads, each the whole batch into its own buffer, concurrently.
   std::vector<std::vector<T>> outs(8, std::vector<T>(x.size()));

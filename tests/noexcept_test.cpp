@@ -9,18 +9,17 @@
 //  4. With no handler installed, the default one prints the message and aborts.
 //
 // Prints one line per check and "noexcept_test: N checks passed"; exits non-zero on a failure.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <rope/rope.hpp>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <rope/rope.hpp>
 
 #if ROPE_HAS_EXCEPTIONS
 #error "noexcept_test must be compiled with -fno-exceptions"
@@ -42,15 +41,18 @@ int handler_pipe = -1;
 
 // Writes "<kind>|<message>" to the parent and exits: a handler must not return.
 void exiting_handler(rope::error_kind kind, const char* message) {
-  const std::string line = std::string(kind == rope::error_kind::out_of_range ? "out_of_range" : "invalid_argument") +
-                           "|" + message;
+  const std::string line =
+      std::string(kind == rope::error_kind::out_of_range ? "out_of_range" : "invalid_argument") +
+      "|" + message;
   const ssize_t w = write(handler_pipe, line.data(), line.size());
   (void)w;
   std::_Exit(kHandlerExit);
 }
 
 bool returned_from_handler = false;
-void returning_handler(rope::error_kind, const char*) { returned_from_handler = true; }
+void returning_handler(rope::error_kind, const char*) {
+  returned_from_handler = true;
+}
 
 struct child_result {
   int exit_code = -1;  // -1 when killed by a signal
@@ -77,7 +79,8 @@ child_result in_child(F body) {
   child_result r;
   char buf[512];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.handler_output.append(buf, static_cast<std::size_t>(n));
+  while ((n = read(fds[0], buf, sizeof buf)) > 0)
+    r.handler_output.append(buf, static_cast<std::size_t>(n));
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -86,7 +89,9 @@ child_result in_child(F body) {
   return r;
 }
 
-bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+bool contains(const std::string& s, const char* needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 void hot_path_returns_statuses() {
   const rope::spec s = rope::make_spec(64, 32, 1e4, rope::layout::half_split);
@@ -96,7 +101,8 @@ void hot_path_returns_statuses() {
   std::vector<std::int64_t> pos = {0, 1, 100};  // 100 is past the table
   const auto st = rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), T, H, D),
                                      rope::packed_heads(out.data(), T, H, D), pos.data());
-  check(st == rope::status::position_out_of_range, "hot path: position past the table -> status::position_out_of_range");
+  check(st == rope::status::position_out_of_range,
+        "hot path: position past the table -> status::position_out_of_range");
   bool untouched = true;
   for (float v : out) untouched = untouched && v == 7777.25f;
   check(untouched, "hot path: nothing written on the error");
@@ -108,7 +114,8 @@ void hot_path_returns_statuses() {
   const std::vector<float> kept = out;
   const auto st3 = rope::apply<float>(*tab, rope::packed_heads(out.data(), T, H, 16), pos.data());
   check(st3 == rope::status::bad_dimension && kept == out,
-        "hot path: head_dim 16 < rotary_dim 32 -> status::bad_dimension, no handler call, nothing written");
+        "hot path: head_dim 16 < rotary_dim 32 -> status::bad_dimension, no handler call, nothing "
+        "written");
 }
 
 }  // namespace
@@ -121,7 +128,8 @@ int main() {
       rope::set_error_handler(&exiting_handler);
       (void)rope::make_spec(64, 7, 1e4, rope::layout::half_split);
     });
-    check(r.exit_code == kHandlerExit, "bad rotary_dim: the installed handler ran and did not return");
+    check(r.exit_code == kHandlerExit,
+          "bad rotary_dim: the installed handler ran and did not return");
     check(contains(r.handler_output, "invalid_argument|rotary_dim=7"),
           "bad rotary_dim: handler got error_kind::invalid_argument and 'rotary_dim=7'");
   }

@@ -31,13 +31,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <rope/rope.hpp>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <rope/rope.hpp>
 
 // Outcome counts (for the replay driver's summary): [0] spec refused, [1 + status] per hot-path
 // status, [8] success with rows rotated.
@@ -56,9 +55,9 @@ using storage_types = std::tuple<float, double>;
   std::abort();
 }
 // FUZZ_CHECK(condition, value [, value]): the values are printed with a finding.
-#define FUZZ_CHECK(cond, ...)                   \
-  do {                                          \
-    if (!(cond)) fail(#cond, __VA_ARGS__);      \
+#define FUZZ_CHECK(cond, ...)              \
+  do {                                     \
+    if (!(cond)) fail(#cond, __VA_ARGS__); \
   } while (0)
 
 // Reads the input front to back; past its end every read gives zeros.
@@ -85,27 +84,47 @@ struct reader {
 
 int decode_rotary_dim(reader& in, int head_dim) {
   switch (in.u8() % 8) {
-    case 0: case 1: return head_dim;
-    case 2: return head_dim / 2 - (head_dim / 2) % 2;
-    case 3: return head_dim / 4 - (head_dim / 4) % 2;
-    case 4: return 2;
-    case 5: return head_dim - 2;
-    case 6: return head_dim + 1 - 2 * (in.u8() % 2);  // odd, or just past head_dim
-    default: return static_cast<int>(in.raw<std::int16_t>());  // anything, mostly invalid
+    case 0:
+    case 1:
+      return head_dim;
+    case 2:
+      return head_dim / 2 - (head_dim / 2) % 2;
+    case 3:
+      return head_dim / 4 - (head_dim / 4) % 2;
+    case 4:
+      return 2;
+    case 5:
+      return head_dim - 2;
+    case 6:
+      return head_dim + 1 - 2 * (in.u8() % 2);  // odd, or just past head_dim
+    default:
+      return static_cast<int>(in.raw<std::int16_t>());  // anything, mostly invalid
   }
 }
 
 double decode_base(reader& in) {
   switch (in.u8() % 12) {
-    case 0: case 1: case 2: case 10: return 1e4;
-    case 3: return 5e5;
-    case 4: return 1e6;
-    case 5: return 1e7;
-    case 6: return 1.0;
-    case 7: return std::numeric_limits<double>::quiet_NaN();
-    case 8: return std::numeric_limits<double>::infinity();
-    case 9: return -2.0;
-    default: return in.raw<double>();
+    case 0:
+    case 1:
+    case 2:
+    case 10:
+      return 1e4;
+    case 3:
+      return 5e5;
+    case 4:
+      return 1e6;
+    case 5:
+      return 1e7;
+    case 6:
+      return 1.0;
+    case 7:
+      return std::numeric_limits<double>::quiet_NaN();
+    case 8:
+      return std::numeric_limits<double>::infinity();
+    case 9:
+      return -2.0;
+    default:
+      return in.raw<double>();
   }
 }
 
@@ -170,11 +189,14 @@ geometry decode_geometry(reader& in, std::ptrdiff_t n_tokens, std::ptrdiff_t n_h
   geometry g{n_tokens, n_heads, head_dim, 0, 0};
   const std::ptrdiff_t pad = in.u8() % 5;
   switch (in.u8() % 8) {
-    case 0: case 1: case 2:  // [T, H, D] packed
+    case 0:
+    case 1:
+    case 2:  // [T, H, D] packed
       g.head_stride = head_dim;
       g.token_stride = n_heads * head_dim;
       break;
-    case 3: case 4:  // [T, H, D] with padding after each head and each token
+    case 3:
+    case 4:  // [T, H, D] with padding after each head and each token
       g.head_stride = head_dim + pad;
       g.token_stride = n_heads * (head_dim + pad) + pad;
       break;
@@ -228,7 +250,8 @@ struct buffer {
     return b;
   }
   bool unchanged(const std::vector<unsigned char>& b) const {
-    return b.size() == size * sizeof(T) && (size == 0 || std::memcmp(b.data(), mem.get(), b.size()) == 0);
+    return b.size() == size * sizeof(T) &&
+           (size == 0 || std::memcmp(b.data(), mem.get(), b.size()) == 0);
   }
   T* begin() const { return mem.get(); }
 };
@@ -246,9 +269,13 @@ void fill_payload(buffer<T>& b, reader& in) {
       const std::uint8_t k = in.u8();
       R v = static_cast<R>(static_cast<int>(k) - 128) / static_cast<R>(64);
       if (mode % 4 == 1 && k % 16 == 0) {
-        const R specials[] = {std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::infinity(),
-                              -std::numeric_limits<R>::infinity(), std::numeric_limits<R>::denorm_min(),
-                              std::numeric_limits<R>::min(), std::numeric_limits<R>::max(), R(-0.0)};
+        const R specials[] = {std::numeric_limits<R>::quiet_NaN(),
+                              std::numeric_limits<R>::infinity(),
+                              -std::numeric_limits<R>::infinity(),
+                              std::numeric_limits<R>::denorm_min(),
+                              std::numeric_limits<R>::min(),
+                              std::numeric_limits<R>::max(),
+                              R(-0.0)};
         v = specials[(k / 16) % 7];
       }
       b.mem[i] = rope::storage_traits<T>::store(v);
@@ -269,7 +296,8 @@ rope::heads_view<T> view_of(T* data, const geometry& g) {
 // Marks which elements of [mem, mem + size) the rows of g (at data) cover; false when two rows
 // share an element. Every row must lie inside the allocation.
 template <class T>
-bool cover(const T* mem, std::size_t size, const T* data, const geometry& g, std::vector<unsigned char>& mark) {
+bool cover(const T* mem, std::size_t size, const T* data, const geometry& g,
+           std::vector<unsigned char>& mark) {
   mark.assign(size, 0);
   if (g.n_tokens <= 0 || g.n_heads <= 0) return true;
   for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
@@ -291,18 +319,29 @@ std::int64_t decode_position(reader& in, std::int64_t length) {
   const std::uint8_t k = in.u8();
   const std::int64_t near = (k >> 5) % 3 - 1;  // -1, 0, +1
   switch (k % 32) {
-    case 0: return length - 1;
-    case 1: return length;
-    case 2: return -1;
-    case 3: return std::numeric_limits<std::int32_t>::min();
-    case 4: return (std::int64_t{1} << 24) + near;
-    case 5: return (std::int64_t{1} << 31) + near;
-    case 6: return (std::int64_t{1} << 32) + near;
-    case 7: return std::numeric_limits<std::int64_t>::max();
-    case 8: return std::numeric_limits<std::int64_t>::min();
-    case 9: return in.raw<std::int64_t>();
+    case 0:
+      return length - 1;
+    case 1:
+      return length;
+    case 2:
+      return -1;
+    case 3:
+      return std::numeric_limits<std::int32_t>::min();
+    case 4:
+      return (std::int64_t{1} << 24) + near;
+    case 5:
+      return (std::int64_t{1} << 31) + near;
+    case 6:
+      return (std::int64_t{1} << 32) + near;
+    case 7:
+      return std::numeric_limits<std::int64_t>::max();
+    case 8:
+      return std::numeric_limits<std::int64_t>::min();
+    case 9:
+      return in.raw<std::int64_t>();
     default:  // in range, mostly
-      return static_cast<std::int64_t>(in.raw<std::uint32_t>() % static_cast<std::uint64_t>(length));
+      return static_cast<std::int64_t>(in.raw<std::uint32_t>() %
+                                       static_cast<std::uint64_t>(length));
   }
 }
 
@@ -324,7 +363,8 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
       if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
       const ld r = std::hypot(x0, x1);
       if (r > std::numeric_limits<R>::max() / 16) continue;  // products may overflow: IEEE says inf
-      const ld phi = (inverse ? -1.0L : 1.0L) * static_cast<ld>(p) * static_cast<ld>(tab.inv_freq()[j]);
+      const ld phi =
+          (inverse ? -1.0L : 1.0L) * static_cast<ld>(p) * static_cast<ld>(tab.inv_freq()[j]);
       const ld a = tab.attention_factor(), c = a * std::cos(phi), s = a * std::sin(phi);
       const ld theta = std::fabs(phi);
       // float: 3u r; double: (3 + |theta|) u r (rope/apply.hpp); plus the absolute error of
@@ -333,7 +373,8 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
                        4 * static_cast<ld>(std::numeric_limits<R>::denorm_min());
       const ld e0 = std::fabs(static_cast<ld>(out[i0]) - (c * x0 - s * x1));
       const ld e1 = std::fabs(static_cast<ld>(out[i1]) - (s * x0 + c * x1));
-      if (!(e0 <= bound && e1 <= bound)) fail("rotated pair outside the accuracy bound", p, static_cast<long long>(j));
+      if (!(e0 <= bound && e1 <= bound))
+        fail("rotated pair outside the accuracy bound", p, static_cast<long long>(j));
     }
   }
 }
@@ -358,7 +399,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const auto tab = get_table<R>(type_index, f, s, length, mode);
   const std::ptrdiff_t d = s.rotary_dim;
 
-  const std::uint8_t entry = in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
+  const std::uint8_t entry =
+      in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
   const bool inverse = in.u8() % 4 == 0;
   const rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
   const bool pos32 = in.u8() % 2 == 0;
@@ -372,7 +414,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const std::ptrdiff_t k_heads = count(3);
   std::ptrdiff_t view_dim = s.head_dim;
   const std::uint8_t dim_mode = in.u8();
-  if (dim_mode == 250) view_dim = d - 1;   // shorter than the rotary block
+  if (dim_mode == 250) view_dim = d - 1;  // shorter than the rotary block
   if (dim_mode == 251) view_dim = 0;
 
   const geometry gq = decode_geometry(in, n_tokens, q_heads, view_dim);
@@ -409,9 +451,10 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
 
   if (entry == 7) {  // one head vector: apply(tab, position, x) / apply(tab, position, in, out, D)
     const std::ptrdiff_t D = s.head_dim;
-    std::unique_ptr<T[]> x(new T[static_cast<std::size_t>(D)]), y(new T[static_cast<std::size_t>(D)]),
-        z(new T[static_cast<std::size_t>(D)]);
-    for (std::ptrdiff_t i = 0; i < D; ++i) x[static_cast<std::size_t>(i)] = q.size ? q.mem[static_cast<std::size_t>(i) % q.size] : T(1);
+    std::unique_ptr<T[]> x(new T[static_cast<std::size_t>(D)]),
+        y(new T[static_cast<std::size_t>(D)]), z(new T[static_cast<std::size_t>(D)]);
+    for (std::ptrdiff_t i = 0; i < D; ++i)
+      x[static_cast<std::size_t>(i)] = q.size ? q.mem[static_cast<std::size_t>(i) % q.size] : T(1);
     std::memcpy(z.get(), x.get(), static_cast<std::size_t>(D) * sizeof(T));
     std::memset(static_cast<void*>(y.get()), 0xA5, static_cast<std::size_t>(D) * sizeof(T));
     const std::int64_t p = pos64[0];
@@ -423,7 +466,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     if (!ok) {
       FUZZ_CHECK(st_out == rope::status::position_out_of_range, static_cast<int>(st_out));
       for (std::ptrdiff_t i = 0; i < D; ++i) {
-        FUZZ_CHECK(std::memcmp(&z[static_cast<std::size_t>(i)], &x[static_cast<std::size_t>(i)], sizeof(T)) == 0, i);
+        FUZZ_CHECK(std::memcmp(&z[static_cast<std::size_t>(i)], &x[static_cast<std::size_t>(i)],
+                               sizeof(T)) == 0,
+                   i);
         unsigned char c[sizeof(T)];
         std::memcpy(c, &y[static_cast<std::size_t>(i)], sizeof(T));
         for (unsigned char b : c) FUZZ_CHECK(b == 0xA5, i);
@@ -433,7 +478,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     }
     ++rope_fuzz_outcomes[8];
     FUZZ_CHECK(std::memcmp(y.get(), z.get(), static_cast<std::size_t>(D) * sizeof(T)) == 0, p, D);
-    FUZZ_CHECK(std::memcmp(y.get() + d, x.get() + d, static_cast<std::size_t>(D - d) * sizeof(T)) == 0, p, D);
+    FUZZ_CHECK(
+        std::memcmp(y.get() + d, x.get() + d, static_cast<std::size_t>(D - d) * sizeof(T)) == 0, p,
+        D);
     check_accuracy<T>(*tab, x.get(), y.get(), p, d, inverse);
     return;
   }
@@ -466,14 +513,17 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     fill_canary(k_out);
   }
   const auto qo_before = q_out.bytes(), ko_before = k_out.bytes();
-  const void* posp = null_positions ? nullptr : (pos32 ? static_cast<const void*>(pos32v.data()) : pos64.data());
+  const void* posp =
+      null_positions ? nullptr : (pos32 ? static_cast<const void*>(pos32v.data()) : pos64.data());
 
   auto run = [&](const T* qi, T* qo, const geometry& gqo, const T* ki, T* ko, const geometry& gko) {
     const auto vqi = view_of<const T>(qi, gq), vki = view_of<const T>(ki, gk);
     const auto vqo = view_of<T>(qo, gqo), vko = view_of<T>(ko, gko);
     if (qk) {
-      return pos32 ? rope::apply_qk<T>(*tab, vqi, vqo, vki, vko, static_cast<const std::int32_t*>(posp), dir)
-                   : rope::apply_qk<T>(*tab, vqi, vqo, vki, vko, static_cast<const std::int64_t*>(posp), dir);
+      return pos32 ? rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
+                                       static_cast<const std::int32_t*>(posp), dir)
+                   : rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
+                                       static_cast<const std::int64_t*>(posp), dir);
     }
     return pos32 ? rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int32_t*>(posp), dir)
                  : rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int64_t*>(posp), dir);
@@ -488,7 +538,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), static_cast<int>(st));
     FUZZ_CHECK(q_out.unchanged(qo_before) && k_out.unchanged(ko_before), static_cast<int>(st));
     if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok, static_cast<int>(st));
-    if (st == rope::status::null_pointer) FUZZ_CHECK(null_data || null_positions, static_cast<int>(st));
+    if (st == rope::status::null_pointer)
+      FUZZ_CHECK(null_data || null_positions, static_cast<int>(st));
     if (st == rope::status::bad_dimension)
       FUZZ_CHECK(n_tokens < 0 || q_heads < 0 || k_heads < 0 || view_dim < d, n_tokens, view_dim);
     ++rope_fuzz_outcomes[1 + static_cast<int>(st)];
@@ -499,13 +550,16 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const bool q_work = n_tokens > 0 && q_heads > 0;
   const bool k_work = qk && n_tokens > 0 && k_heads > 0;
   FUZZ_CHECK(n_tokens >= 0 && q_heads >= 0 && (!qk || k_heads >= 0), n_tokens, q_heads);
-  if (q_work || k_work) FUZZ_CHECK(positions_ok && !null_positions && view_dim >= d, n_tokens, view_dim);
+  if (q_work || k_work)
+    FUZZ_CHECK(positions_ok && !null_positions && view_dim >= d, n_tokens, view_dim);
   std::vector<unsigned char> mark;
   if (q_work) FUZZ_CHECK(!null_data && cover(q.mem.get(), q.size, q.data, gq, mark), 0);
   if (k_work) FUZZ_CHECK(cover(k_src_mem, k_src_size, k_data, gk, mark), 0);
   if (k_work && in_place) FUZZ_CHECK(!k_inside_q, 0);  // outputs overlapping: must be refused
-  if (!in_place && q_work) FUZZ_CHECK(cover(q_out.mem.get(), q_out.size, q_out.data, gq_out, mark), 0);
-  if (!in_place && k_work) FUZZ_CHECK(cover(k_out.mem.get(), k_out.size, k_out.data, gk_out, mark), 0);
+  if (!in_place && q_work)
+    FUZZ_CHECK(cover(q_out.mem.get(), q_out.size, q_out.data, gq_out, mark), 0);
+  if (!in_place && k_work)
+    FUZZ_CHECK(cover(k_out.mem.get(), k_out.size, k_out.data, gk_out, mark), 0);
 
   // The reference for each tensor: an in-place apply of that tensor alone on a copy of its
   // original bytes. What the call produced must equal it bit for bit in the rotary block, equal
@@ -519,48 +573,64 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     std::unique_ptr<T[]> ref(new T[src_elems]);
     std::memcpy(static_cast<void*>(ref.get()), src_before.data(), src_before.size());
     T* ref_data = ref.get() + (src_data - src_mem);
-    const rope::status s2 = pos32 ? rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos32v.data(), dir)
-                                  : rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos64.data(), dir);
+    const rope::status s2 = pos32
+                                ? rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos32v.data(), dir)
+                                : rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos64.data(), dir);
     FUZZ_CHECK(s2 == rope::status::ok, static_cast<int>(s2));
     std::vector<unsigned char> row_mark;
     cover(out_mem, out_size, out_data, go, row_mark);
     for (std::size_t e = 0; e < out_size; ++e)
       if (!row_mark[e])
-        FUZZ_CHECK(std::memcmp(&out_mem[e], &out_before[e * sizeof(T)], sizeof(T)) == 0, static_cast<long long>(e));
+        FUZZ_CHECK(std::memcmp(&out_mem[e], &out_before[e * sizeof(T)], sizeof(T)) == 0,
+                   static_cast<long long>(e));
     std::vector<T> orig_row(static_cast<std::size_t>(gi.head_dim));
     for (std::ptrdiff_t t = 0; t < gi.n_tokens; ++t)
       for (std::ptrdiff_t h = 0; h < gi.n_heads; ++h) {
         const T* o = out_data + t * go.token_stride + h * go.head_stride;
         const T* r = ref_data + t * gi.token_stride + h * gi.head_stride;
         const std::ptrdiff_t ri = (src_data - src_mem) + t * gi.token_stride + h * gi.head_stride;
-        std::memcpy(static_cast<void*>(orig_row.data()), src_before.data() + static_cast<std::size_t>(ri) * sizeof(T),
+        std::memcpy(static_cast<void*>(orig_row.data()),
+                    src_before.data() + static_cast<std::size_t>(ri) * sizeof(T),
                     orig_row.size() * sizeof(T));
         FUZZ_CHECK(std::memcmp(o, r, static_cast<std::size_t>(d) * sizeof(T)) == 0, t, h);
-        FUZZ_CHECK(std::memcmp(o + d, orig_row.data() + d, static_cast<std::size_t>(gi.head_dim - d) * sizeof(T)) == 0, t, h);
+        FUZZ_CHECK(std::memcmp(o + d, orig_row.data() + d,
+                               static_cast<std::size_t>(gi.head_dim - d) * sizeof(T)) == 0,
+                   t, h);
         check_accuracy<T>(*tab, orig_row.data(), o, pos64[static_cast<std::size_t>(t)], d, inverse);
       }
   };
 
   ++rope_fuzz_outcomes[q_work || k_work ? 8 : 1];
   if (in_place) {
-    if (q_work) check_tensor(q_before, q.mem.get(), q.data, gq, q.mem.get(), q.size, q.data, gq, q_before);
-    else FUZZ_CHECK(q.unchanged(q_before), 0);
-    if (k_work) check_tensor(k_before, k.mem.get(), k.data, gk, k.mem.get(), k.size, k.data, gk, k_before);
-    else FUZZ_CHECK(k.unchanged(k_before), 0);
+    if (q_work)
+      check_tensor(q_before, q.mem.get(), q.data, gq, q.mem.get(), q.size, q.data, gq, q_before);
+    else
+      FUZZ_CHECK(q.unchanged(q_before), 0);
+    if (k_work)
+      check_tensor(k_before, k.mem.get(), k.data, gk, k.mem.get(), k.size, k.data, gk, k_before);
+    else
+      FUZZ_CHECK(k.unchanged(k_before), 0);
   } else {
     FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), 0);  // inputs are const
-    if (q_work) check_tensor(q_before, q.mem.get(), q.data, gq, q_out.mem.get(), q_out.size, q_out.data, gq_out, qo_before);
-    else FUZZ_CHECK(q_out.unchanged(qo_before), 0);
-    if (k_work) check_tensor(k_src_before, k_src_mem, k_data, gk, k_out.mem.get(), k_out.size, k_out.data, gk_out, ko_before);
-    else FUZZ_CHECK(k_out.unchanged(ko_before), 0);
+    if (q_work)
+      check_tensor(q_before, q.mem.get(), q.data, gq, q_out.mem.get(), q_out.size, q_out.data,
+                   gq_out, qo_before);
+    else
+      FUZZ_CHECK(q_out.unchanged(qo_before), 0);
+    if (k_work)
+      check_tensor(k_src_before, k_src_mem, k_data, gk, k_out.mem.get(), k_out.size, k_out.data,
+                   gk_out, ko_before);
+    else
+      FUZZ_CHECK(k_out.unchanged(ko_before), 0);
   }
 }
 
 template <std::size_t... I>
 void dispatch(std::size_t type_index, reader& in, const rope::spec& s, const rope::frequencies& f,
               std::index_sequence<I...>) {
-  ((type_index == I ? run_typed<std::tuple_element_t<I, storage_types>>(in, static_cast<int>(I), s, f)
-                    : void()),
+  ((type_index == I
+        ? run_typed<std::tuple_element_t<I, storage_types>>(in, static_cast<int>(I), s, f)
+        : void()),
    ...);
 }
 
@@ -572,8 +642,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t type_index = in.u8() % n_types;
   const std::uint8_t layout_byte = in.u8();
   rope::spec s;
-  s.layout = layout_byte % 16 == 15 ? static_cast<rope::layout>(layout_byte % 4)  // 0 and 3: invalid
-                                    : (layout_byte % 2 ? rope::layout::interleaved : rope::layout::half_split);
+  s.layout = layout_byte % 16 == 15
+                 ? static_cast<rope::layout>(layout_byte % 4)  // 0 and 3: invalid
+                 : (layout_byte % 2 ? rope::layout::interleaved : rope::layout::half_split);
   s.head_dim = static_cast<int>(in.raw<std::uint16_t>() % 1025);
   s.rotary_dim = decode_rotary_dim(in, s.head_dim);
   s.base = decode_base(in);

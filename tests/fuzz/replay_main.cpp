@@ -23,7 +23,8 @@ std::size_t run_file(const std::filesystem::path& p) {
     std::fprintf(stderr, "cannot read %s\n", p.string().c_str());
     std::exit(2);
   }
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(f)),
+                                std::istreambuf_iterator<char>());
   (void)LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
   return 1;
 }
@@ -52,9 +53,11 @@ int main(int argc, char** argv) {
     for (auto& b : input) b = static_cast<std::uint8_t>(gen());
     (void)LLVMFuzzerTestOneInput(input.data(), input.size());
   }
-  std::printf("apply_fuzz replay: %zu corpus inputs, %ld random inputs, 0 findings\n", files, random_inputs);
-  const char* names[9] = {"spec refused", "ok, nothing to do", "null_pointer", "bad_dimension", "bad_stride",
-                          "overlapping_buffers", "position_out_of_range", "(unused)", "ok, rows rotated"};
+  std::printf("apply_fuzz replay: %zu corpus inputs, %ld random inputs, 0 findings\n", files,
+              random_inputs);
+  const char* names[9] = {"spec refused",          "ok, nothing to do", "null_pointer",
+                          "bad_dimension",         "bad_stride",        "overlapping_buffers",
+                          "position_out_of_range", "(unused)",          "ok, rows rotated"};
   for (int i = 0; i < 9; ++i)
     if (rope_fuzz_outcomes[i]) std::printf("  %-22s %ld\n", names[i], rope_fuzz_outcomes[i]);
   return files == 0 && argc > 1 ? 1 : 0;

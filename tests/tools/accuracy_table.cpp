@@ -15,9 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <vector>
-
 #include <rope/rope.hpp>
+#include <vector>
 
 #include "../accuracy.hpp"
 
@@ -34,8 +33,10 @@ row measure(rope::layout l, rope::table_mode mode, const std::vector<std::int64_
             const std::vector<std::int64_t>& large) {
   using R = rope::compute_type_t<T>;
   row r;
-  const std::vector<int> head_dims = g_quick ? std::vector<int>{64} : std::vector<int>{64, 80, 128, 256};
-  const std::vector<double> bases = g_quick ? std::vector<double>{1e4} : std::vector<double>{1e4, 5e5, 1e6, 1e7};
+  const std::vector<int> head_dims =
+      g_quick ? std::vector<int>{64} : std::vector<int>{64, 80, 128, 256};
+  const std::vector<double> bases =
+      g_quick ? std::vector<double>{1e4} : std::vector<double>{1e4, 5e5, 1e6, 1e7};
   for (int head_dim : head_dims)
     for (double base : bases) {
       const rope::spec s = rope::make_spec(head_dim, head_dim, base, l);
@@ -64,10 +65,10 @@ void print_rows(const char* type_name) {
   for (rope::layout l : {rope::layout::half_split, rope::layout::interleaved})
     for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
       const row r = measure<T>(l, mode, small, large);
-      std::printf("| %s | %s | scalar | %s (%s) | %.2Le | %.2Lf | %.3Lg |\n", type_name, rope::to_string(l),
-                  mode == rope::table_mode::dense ? "dense" : "compact",
-                  mode == rope::table_mode::dense ? "p < 2^14" : "p <= 2^24", r.relative, r.of_bound,
-                  r.phase / 0x1p-24L);
+      std::printf("| %s | %s | scalar | %s (%s) | %.2Le | %.2Lf | %.3Lg |\n", type_name,
+                  rope::to_string(l), mode == rope::table_mode::dense ? "dense" : "compact",
+                  mode == rope::table_mode::dense ? "p < 2^14" : "p <= 2^24", r.relative,
+                  r.of_bound, r.phase / 0x1p-24L);
       std::fflush(stdout);
     }
 }
@@ -76,7 +77,9 @@ void print_rows(const char* type_name) {
 
 int main(int argc, char** argv) {
   g_quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  std::printf("| storage | layout | kernel | table | max \\|out - ref\\| / r | of the bound | max phase error (2^-24 rad) |\n");
+  std::printf(
+      "| storage | layout | kernel | table | max \\|out - ref\\| / r | of the bound | max phase "
+      "error (2^-24 rad) |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   print_rows<float>("float");
   print_rows<double>("double");
