@@ -15,6 +15,11 @@ namespace {
 
 constexpr float kCanary = 7777.25f;
 
+// The cold path reports errors by exception; a -fno-exceptions build routes them to
+// rope::set_error_handler instead, which tests/noexcept_test.cpp covers. The hot-path tests
+// below run in both builds.
+#if ROPE_HAS_EXCEPTIONS
+
 // Expects `f` to throw E whose message contains `needle`.
 template <class E, class F>
 void expect_throw_naming(F&& f, const std::string& needle) {
@@ -71,6 +76,36 @@ TEST(ColdPath, BadFrequenciesNamed) {
   expect_throw_naming<std::invalid_argument>(
       [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); }, "attention_factor");
 }
+
+// rotary_dim is refused at table creation too (frequencies built by hand), and a refused request
+// changes nothing in the cache: the handle it already gave out stays the cached one, no build
+// is counted, no key is added.
+TEST(ColdPath, BadRequestsLeaveTheCacheUntouched) {
+  rope::table_cache cache;
+  const rope::spec s = rope::make_spec(64, 64, 1e4, rope::layout::half_split);
+  auto held = cache.get<float>(s, 100);
+  const std::uint64_t builds = cache.builds();
+  const std::size_t keys = cache.size();
+  for (int d : {7, 0, -2, 2048}) {
+    rope::frequencies f = rope::default_frequencies(s);
+    f.rotary_dim = d;
+    expect_throw_naming<std::invalid_argument>([&] { (void)cache.get<float>(f, s.layout, 100); },
+                                               "rotary_dim=" + std::to_string(d));
+    expect_throw_naming<std::invalid_argument>(
+        [&] { (void)rope::table<double>::build(f, s.layout, 100); }, "rotary_dim=" + std::to_string(d));
+  }
+  rope::spec bad_base = s;
+  bad_base.base = std::numeric_limits<double>::infinity();
+  expect_throw_naming<std::invalid_argument>([&] { (void)cache.get<float>(bad_base, 100); }, "base=inf");
+  expect_throw_naming<std::out_of_range>([&] { (void)cache.get<float>(s, -1); }, "positions=-1");
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)cache.get<float>(rope::default_frequencies(s), static_cast<rope::layout>(3), 100); }, "layout=3");
+  EXPECT_EQ(cache.builds(), builds);
+  EXPECT_EQ(cache.size(), keys);
+  EXPECT_EQ(cache.get<float>(s, 100), held);
+}
+
+#endif  // ROPE_HAS_EXCEPTIONS
 
 // Hot path fixture: a packed [T=4, H=2, D=64] input and a canary-filled output.
 struct HotPath : ::testing::Test {
@@ -177,6 +212,57 @@ TEST_F(HotPath, OverlappingQAndKAreRefused) {
   auto k_ok = rope::packed_heads(buf.data() + T * H * D, T, H, D);
   EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_ok, pos.data()), rope::status::position_out_of_range);
   EXPECT_EQ(0, std::memcmp(buf.data(), before.data(), buf.size() * sizeof(float)));
+}
+
+TEST_F(HotPath, Int32PositionsOutOfRangeWriteNothing) {
+  for (std::int32_t bad : {std::int32_t{-1}, std::int32_t{100}, std::numeric_limits<std::int32_t>::min(),
+                           std::numeric_limits<std::int32_t>::max()}) {
+    std::vector<std::int32_t> p32 = {0, 1, 2, bad};
+    EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_view(), p32.data()), rope::status::position_out_of_range);
+    expect_out_untouched();
+    EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads(in.data(), T, H, D), p32.data()),
+              rope::status::position_out_of_range);
+    expect_in_untouched();
+  }
+}
+
+// apply_qk validates q and k (and the positions) before writing either: a bad k leaves a valid q
+// untouched, in place and out of place.
+TEST_F(HotPath, ApplyQkWritesNeitherWhenOneIsBad) {
+  std::vector<float> q(T * H * D, 0.5f), k(T * 1 * D, 0.5f);
+  std::vector<float> q_out(T * H * D, kCanary), k_out(T * 1 * D, kCanary);
+  const auto qv = rope::packed_heads(q.data(), T, H, D);
+  struct bad_case {
+    rope::heads_view<float> k;
+    rope::status expected;
+  };
+  const bad_case cases[] = {
+      {rope::heads_view<float>{nullptr, T, 1, D, D, D}, rope::status::null_pointer},
+      {rope::heads_view<float>{k.data(), T, 2, D, D, D / 2}, rope::status::bad_stride},
+      {rope::heads_view<float>{k.data(), T, 1, 16, 16, 16}, rope::status::bad_dimension},
+      {rope::heads_view<float>{k.data(), T - 1, 1, D, D, D}, rope::status::bad_dimension},
+  };
+  for (const bad_case& c : cases) {
+    EXPECT_EQ(rope::apply_qk<float>(*tab, qv, c.k, pos.data()), c.expected);
+    EXPECT_EQ(rope::apply_qk<float>(*tab, rope::heads_view<const float>(qv), rope::packed_heads(q_out.data(), T, H, D),
+                                    rope::heads_view<const float>(c.k), rope::packed_heads(k_out.data(), T, 1, D),
+                                    pos.data()),
+              c.expected);
+    for (float v : q) ASSERT_EQ(v, 0.5f);
+    for (float v : k) ASSERT_EQ(v, 0.5f);
+    for (float v : q_out) ASSERT_EQ(v, kCanary);
+    for (float v : k_out) ASSERT_EQ(v, kCanary);
+  }
+  pos[1] = 100;  // both valid, one position past the table
+  EXPECT_EQ(rope::apply_qk<float>(*tab, qv, rope::packed_heads(k.data(), T, 1, D), pos.data()),
+            rope::status::position_out_of_range);
+  for (float v : q) ASSERT_EQ(v, 0.5f);
+  for (float v : k) ASSERT_EQ(v, 0.5f);
+  // k alone (q empty): its positions are still checked.
+  EXPECT_EQ(rope::apply_qk<float>(*tab, rope::packed_heads(q.data(), T, 0, D), rope::packed_heads(k.data(), T, 1, D),
+                                  pos.data()),
+            rope::status::position_out_of_range);
+  for (float v : k) ASSERT_EQ(v, 0.5f);
 }
 
 TEST(Status, EveryCodeHasAMessageAndKind) {

@@ -1,0 +1,679 @@
+// libFuzzer target for rope's hot path (and the spec validation in front of it).
+//
+// Every input decodes into: a storage type, a layout, head_dim (0..1024), rotary_dim (valid or
+// not), a base (valid or not), a table (length and mode), an entry point (apply out of place,
+// apply in place, apply_qk, the single-vector forms), q and k head counts, strides (packed,
+// padded, head-major, or raw values including zero, negative and overlapping), an element
+// offset, positions (int32 or int64: negative, huge, near 2^24, 2^31 and 2^32), a direction
+// and payload bytes (which give NaN, Inf and denormals).
+//
+// Buffers are allocated with exactly the elements the views span (ASan flags any access past
+// them), and the gaps between rows are filled too, so a write anywhere it should not be is
+// seen. Every input must end in one of two ways, otherwise the target aborts:
+//  - an error: the spec is refused with std::invalid_argument exactly when it is invalid, or
+//    the hot path returns a status; then not one byte of any buffer has changed, and the
+//    status has a cause in the input (checked independently for out-of-range positions,
+//    null pointers and overlapping rows);
+//  - success: the call was valid (positions in range, rows of each view disjoint, shapes
+//    matching, checked independently), out of place == in place bitwise, apply_qk == two
+//    apply calls bitwise, dims [rotary_dim, head_dim) untouched in place and copied bit for
+//    bit out of place, nothing outside the rows written, and each finite rotated pair within
+//    the accuracy bound of rope/apply.hpp against a long double rotation.
+//
+// Build: cmake --workflow --preset fuzz (Clang, -fsanitize=fuzzer,address,undefined); the
+// replay driver (replay_main.cpp) runs the same function over tests/fuzz/corpus in every build.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <rope/rope.hpp>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// Outcome counts (for the replay driver's summary): [0] spec refused, [1 + status] per hot-path
+// status, [8] success with rows rotated.
+extern "C" long rope_fuzz_outcomes[9];
+long rope_fuzz_outcomes[9] = {};
+
+namespace {
+
+// The storage types under test. A new storage type (e.g. rope::float16, rope::bfloat16 when
+// they land) is one more entry here; everything below is generic over it.
+using storage_types = std::tuple<float, double>;
+
+[[noreturn]] void fail(const char* what, long long a, long long b = 0) {
+  std::fprintf(stderr, "apply_fuzz: FINDING: %s (%lld, %lld)\n", what, a, b);
+  std::fflush(stderr);
+  std::abort();
+}
+// FUZZ_CHECK(condition, value [, value]): the values are printed with a finding.
+#define FUZZ_CHECK(cond, ...)              \
+  do {                                     \
+    if (!(cond)) fail(#cond, __VA_ARGS__); \
+  } while (0)
+
+// Reads the input front to back; past its end every read gives zeros.
+struct reader {
+  const std::uint8_t* p;
+  std::size_t n;
+  std::uint8_t u8() {
+    if (n == 0) return 0;
+    --n;
+    return *p++;
+  }
+  template <class U>
+  U raw() {
+    unsigned char b[sizeof(U)] = {};
+    for (auto& c : b) c = u8();
+    U v;
+    std::memcpy(&v, b, sizeof v);
+    return v;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Decoding of the spec.
+
+int decode_rotary_dim(reader& in, int head_dim) {
+  switch (in.u8() % 8) {
+    case 0:
+    case 1:
+      return head_dim;
+    case 2:
+      return head_dim / 2 - (head_dim / 2) % 2;
+    case 3:
+      return head_dim / 4 - (head_dim / 4) % 2;
+    case 4:
+      return 2;
+    case 5:
+      return head_dim - 2;
+    case 6:
+      return head_dim + 1 - 2 * (in.u8() % 2);  // odd, or just past head_dim
+    default:
+      return static_cast<int>(in.raw<std::int16_t>());  // anything, mostly invalid
+  }
+}
+
+double decode_base(reader& in) {
+  switch (in.u8() % 12) {
+    case 0:
+    case 1:
+    case 2:
+    case 10:
+      return 1e4;
+    case 3:
+      return 5e5;
+    case 4:
+      return 1e6;
+    case 5:
+      return 1e7;
+    case 6:
+      return 1.0;
+    case 7:
+      return std::numeric_limits<double>::quiet_NaN();
+    case 8:
+      return std::numeric_limits<double>::infinity();
+    case 9:
+      return -2.0;
+    default:
+      return in.raw<double>();
+  }
+}
+
+bool spec_is_valid(const rope::spec& s) {
+  return s.head_dim > 0 && s.rotary_dim >= 2 && s.rotary_dim % 2 == 0 &&
+         s.rotary_dim <= s.head_dim && s.rotary_dim <= rope::max_rotary_dim && s.base > 1.0 &&
+         std::isfinite(s.base) &&
+         (s.layout == rope::layout::interleaved || s.layout == rope::layout::half_split);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables, kept between inputs (building one is the slow part), dropped when too large.
+
+struct table_key {
+  int type_index, rotary_dim;
+  rope::layout layout;
+  double base;
+  std::int64_t length;
+  rope::table_mode mode;
+  bool operator<(const table_key& o) const {
+    return std::tie(type_index, rotary_dim, layout, base, length, mode) <
+           std::tie(o.type_index, o.rotary_dim, o.layout, o.base, o.length, o.mode);
+  }
+};
+
+std::map<table_key, std::shared_ptr<const void>>& table_store() {
+  static std::map<table_key, std::shared_ptr<const void>> store;
+  return store;
+}
+std::size_t& table_store_bytes() {
+  static std::size_t bytes = 0;
+  return bytes;
+}
+
+template <class Real>
+std::shared_ptr<const rope::table<Real>> get_table(int type_index, const rope::frequencies& f,
+                                                   const rope::spec& s, std::int64_t length,
+                                                   rope::table_mode mode) {
+  const table_key key{type_index, s.rotary_dim, s.layout, s.base, length, mode};
+  auto& store = table_store();
+  auto it = store.find(key);
+  if (it != store.end()) return std::static_pointer_cast<const rope::table<Real>>(it->second);
+  if (table_store_bytes() > (std::size_t{384} << 20)) {
+    store.clear();
+    table_store_bytes() = 0;
+  }
+  auto t = rope::table<Real>::build(f, s.layout, length, mode);
+  table_store_bytes() += t->bytes();
+  store.emplace(key, t);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views and buffers.
+
+struct geometry {
+  std::ptrdiff_t n_tokens = 0, n_heads = 0, head_dim = 0, token_stride = 0, head_stride = 0;
+};
+
+geometry decode_geometry(reader& in, std::ptrdiff_t n_tokens, std::ptrdiff_t n_heads,
+                         std::ptrdiff_t head_dim) {
+  geometry g{n_tokens, n_heads, head_dim, 0, 0};
+  const std::ptrdiff_t pad = in.u8() % 5;
+  switch (in.u8() % 8) {
+    case 0:
+    case 1:
+    case 2:  // [T, H, D] packed
+      g.head_stride = head_dim;
+      g.token_stride = n_heads * head_dim;
+      break;
+    case 3:
+    case 4:  // [T, H, D] with padding after each head and each token
+      g.head_stride = head_dim + pad;
+      g.token_stride = n_heads * (head_dim + pad) + pad;
+      break;
+    case 5:  // [H, T, D]
+      g.token_stride = head_dim + pad;
+      g.head_stride = n_tokens * (head_dim + pad) + pad;
+      break;
+    case 6:  // zero and overlapping strides
+      g.head_stride = in.u8() % 2 ? 0 : head_dim - 1;
+      g.token_stride = in.u8() % 2 ? 0 : head_dim;
+      break;
+    default:  // anything
+      g.head_stride = in.raw<std::int16_t>();
+      g.token_stride = in.raw<std::int16_t>();
+      break;
+  }
+  return g;
+}
+
+// Element range [lo, hi) the rows of g span, relative to its data pointer (empty for negative
+// counts: such views own no memory and must be refused); false when the span is absurdly large.
+bool span_of(const geometry& g, std::ptrdiff_t& lo, std::ptrdiff_t& hi) {
+  lo = hi = 0;
+  if (g.n_tokens <= 0 || g.n_heads <= 0 || g.head_dim < 0) return true;
+  for (std::ptrdiff_t t = 0; t < g.n_tokens; t += std::max<std::ptrdiff_t>(g.n_tokens - 1, 1))
+    for (std::ptrdiff_t h = 0; h < g.n_heads; h += std::max<std::ptrdiff_t>(g.n_heads - 1, 1)) {
+      const std::ptrdiff_t r = t * g.token_stride + h * g.head_stride;
+      lo = std::min(lo, r);
+      hi = std::max(hi, r + g.head_dim);
+    }
+  return hi - lo <= (std::ptrdiff_t{1} << 20);
+}
+
+// An exactly sized allocation: `offset` leading elements, then the span of the view.
+template <class T>
+struct buffer {
+  std::unique_ptr<T[]> mem;
+  std::size_t size = 0;
+  T* data = nullptr;  // the view's data pointer (may be past mem when strides are negative)
+  void allocate(const geometry& g, std::ptrdiff_t offset) {
+    std::ptrdiff_t lo, hi;
+    span_of(g, lo, hi);
+    // At least one element, so an empty view still has a non-null pointer.
+    size = std::max<std::size_t>(1, static_cast<std::size_t>(offset + (hi - lo)));
+    mem.reset(new T[size]);
+    data = mem.get() + offset - lo;
+  }
+  std::vector<unsigned char> bytes() const {
+    std::vector<unsigned char> b(size * sizeof(T));
+    if (size) std::memcpy(b.data(), mem.get(), b.size());
+    return b;
+  }
+  bool unchanged(const std::vector<unsigned char>& b) const {
+    return b.size() == size * sizeof(T) &&
+           (size == 0 || std::memcmp(b.data(), mem.get(), b.size()) == 0);
+  }
+  T* begin() const { return mem.get(); }
+};
+
+template <class T>
+void fill_payload(buffer<T>& b, reader& in) {
+  const std::uint8_t mode = in.u8();
+  for (std::size_t i = 0; i < b.size; ++i) {
+    if (mode % 4 == 0) {  // raw bytes: every bit pattern, NaN, Inf and denormals included
+      unsigned char bytes[sizeof(T)];
+      for (auto& c : bytes) c = in.u8();
+      std::memcpy(&b.mem[i], bytes, sizeof(T));
+    } else {  // ordinary values in [-2, 2) with a special value now and then
+      using R = rope::compute_type_t<T>;
+      const std::uint8_t k = in.u8();
+      R v = static_cast<R>(static_cast<int>(k) - 128) / static_cast<R>(64);
+      if (mode % 4 == 1 && k % 16 == 0) {
+        const R specials[] = {std::numeric_limits<R>::quiet_NaN(),
+                              std::numeric_limits<R>::infinity(),
+                              -std::numeric_limits<R>::infinity(),
+                              std::numeric_limits<R>::denorm_min(),
+                              std::numeric_limits<R>::min(),
+                              std::numeric_limits<R>::max(),
+                              R(-0.0)};
+        v = specials[(k / 16) % 7];
+      }
+      b.mem[i] = rope::storage_traits<T>::store(v);
+    }
+  }
+}
+
+template <class T>
+void fill_canary(buffer<T>& b) {
+  if (b.size) std::memset(static_cast<void*>(b.mem.get()), 0xA5, b.size * sizeof(T));
+}
+
+template <class T>
+rope::heads_view<T> view_of(T* data, const geometry& g) {
+  return {data, g.n_tokens, g.n_heads, g.head_dim, g.token_stride, g.head_stride};
+}
+
+// Marks which elements of [mem, mem + size) the rows of g (at data) cover; false when two rows
+// share an element. Every row must lie inside the allocation.
+template <class T>
+bool cover(const T* mem, std::size_t size, const T* data, const geometry& g,
+           std::vector<unsigned char>& mark) {
+  mark.assign(size, 0);
+  if (g.n_tokens <= 0 || g.n_heads <= 0) return true;
+  for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
+    for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
+      for (std::ptrdiff_t i = 0; i < g.head_dim; ++i) {
+        const std::ptrdiff_t e = (data - mem) + t * g.token_stride + h * g.head_stride + i;
+        FUZZ_CHECK(e >= 0 && static_cast<std::size_t>(e) < size, e, static_cast<long long>(size));
+        auto& m = mark[static_cast<std::size_t>(e)];
+        if (m) return false;
+        m = 1;
+      }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions.
+
+std::int64_t decode_position(reader& in, std::int64_t length) {
+  const std::uint8_t k = in.u8();
+  const std::int64_t near = (k >> 5) % 3 - 1;  // -1, 0, +1
+  switch (k % 32) {
+    case 0:
+      return length - 1;
+    case 1:
+      return length;
+    case 2:
+      return -1;
+    case 3:
+      return std::numeric_limits<std::int32_t>::min();
+    case 4:
+      return (std::int64_t{1} << 24) + near;
+    case 5:
+      return (std::int64_t{1} << 31) + near;
+    case 6:
+      return (std::int64_t{1} << 32) + near;
+    case 7:
+      return std::numeric_limits<std::int64_t>::max();
+    case 8:
+      return std::numeric_limits<std::int64_t>::min();
+    case 9:
+      return in.raw<std::int64_t>();
+    default:  // in range, mostly
+      return static_cast<std::int64_t>(in.raw<std::uint32_t>() %
+                                       static_cast<std::uint64_t>(length));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The accuracy check of a successful out-of-place call (float and double storage).
+
+template <class T>
+void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in, const T* out,
+                    std::int64_t p, std::ptrdiff_t rotary_dim, bool inverse) {
+  using R = rope::compute_type_t<T>;
+  if constexpr (std::is_same<T, R>::value) {
+    using ld = long double;
+    const ld u = std::numeric_limits<R>::epsilon() / 2;
+    const std::size_t P = static_cast<std::size_t>(rotary_dim / 2);
+    const bool inter = tab.layout() == rope::layout::interleaved;
+    for (std::size_t j = 0; j < P; ++j) {
+      const std::size_t i0 = inter ? 2 * j : j, i1 = inter ? 2 * j + 1 : j + P;
+      const ld x0 = in[i0], x1 = in[i1];
+      if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
+      const ld r = std::hypot(x0, x1);
+      if (r > std::numeric_limits<R>::max() / 16) continue;  // products may overflow: IEEE says inf
+      const ld phi =
+          (inverse ? -1.0L : 1.0L) * static_cast<ld>(p) * static_cast<ld>(tab.inv_freq()[j]);
+      const ld a = tab.attention_factor(), c = a * std::cos(phi), s = a * std::sin(phi);
+      const ld theta = std::fabs(phi);
+      // float: 3u r; double: (3 + |theta|) u r (rope/apply.hpp); plus the absolute error of
+      // products that land among the denormals.
+      const ld bound = (std::is_same<R, float>::value ? 3 : 3 + theta) * u * r * a +
+                       4 * static_cast<ld>(std::numeric_limits<R>::denorm_min());
+      const ld e0 = std::fabs(static_cast<ld>(out[i0]) - (c * x0 - s * x1));
+      const ld e1 = std::fabs(static_cast<ld>(out[i1]) - (s * x0 + c * x1));
+      if (!(e0 <= bound && e1 <= bound))
+        fail("rotated pair outside the accuracy bound", p, static_cast<long long>(j));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One input for storage type T.
+
+template <class T>
+void run_typed(reader& in, int type_index, const rope::spec& s, const rope::frequencies& f) {
+  using R = rope::compute_type_t<T>;
+  // Table length and mode. Long tables only for small rotary dims: they are compact and their
+  // size grows with rotary_dim * sqrt(length).
+  // A few lengths (positions are arbitrary within them): new tables are the slow part of an
+  // input, so the fuzzer should mostly meet tables it has built before.
+  constexpr std::int64_t kLengths[] = {1, 2, 3, 16, 17, 100, 1000, 4096, 4097};
+  std::int64_t length = kLengths[in.u8() % (sizeof kLengths / sizeof kLengths[0])];
+  rope::table_mode mode = static_cast<rope::table_mode>(in.u8() % 3);
+  const std::uint8_t long_table = in.u8() % 8;
+  if (long_table == 1 && s.rotary_dim <= 256) length = (std::int64_t{1} << 24) + 2;
+  if (long_table == 2 && s.rotary_dim <= 64) length = (std::int64_t{1} << 31) + 2;
+  if (length > 4200) mode = rope::table_mode::compact;
+  const auto tab = get_table<R>(type_index, f, s, length, mode);
+  const std::ptrdiff_t d = s.rotary_dim;
+
+  const std::uint8_t entry =
+      in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
+  const bool inverse = in.u8() % 4 == 0;
+  const rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
+  const bool pos32 = in.u8() % 2 == 0;
+
+  auto count = [&](std::uint8_t max) -> std::ptrdiff_t {
+    const std::uint8_t b = in.u8();
+    return b == 255 ? -1 : static_cast<std::ptrdiff_t>(b % (max + 1));
+  };
+  const std::ptrdiff_t n_tokens = count(6);
+  const std::ptrdiff_t q_heads = count(4);
+  const std::ptrdiff_t k_heads = count(3);
+  std::ptrdiff_t view_dim = s.head_dim;
+  const std::uint8_t dim_mode = in.u8();
+  if (dim_mode == 250) view_dim = d - 1;  // shorter than the rotary block
+  if (dim_mode == 251) view_dim = 0;
+
+  const geometry gq = decode_geometry(in, n_tokens, q_heads, view_dim);
+  const geometry gk = decode_geometry(in, n_tokens, k_heads, view_dim);
+  geometry gq_out = gq, gk_out = gk;
+  if (in.u8() % 4 == 0) gq_out = decode_geometry(in, n_tokens, q_heads, view_dim);
+  if (in.u8() % 4 == 0) gk_out = decode_geometry(in, n_tokens, k_heads, view_dim);
+  std::ptrdiff_t lo, hi;
+  for (const geometry& g : {gq, gk, gq_out, gk_out})
+    if (!span_of(g, lo, hi)) return;  // spans over 2^20 elements: not interesting, too slow
+  const std::ptrdiff_t offset = in.u8() % 8;
+
+  // Positions: one per token (at least one, for the single-vector form).
+  const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
+  std::vector<std::int64_t> pos64(n_pos);
+  std::vector<std::int32_t> pos32v(n_pos);
+  for (std::size_t t = 0; t < n_pos; ++t) {
+    pos64[t] = decode_position(in, length);
+    pos32v[t] = static_cast<std::int32_t>(pos64[t]);  // wraps: the value used is what counts
+    if (pos32) pos64[t] = pos32v[t];
+  }
+  const bool null_positions = in.u8() == 254;
+  bool positions_ok = true;
+  for (std::size_t t = 0; t < static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 0)); ++t)
+    positions_ok = positions_ok && pos64[t] >= 0 && pos64[t] < length;
+
+  buffer<T> q, k, q_out, k_out;
+  q.allocate(gq, offset);
+  k.allocate(gk, offset);
+  fill_payload(q, in);
+  fill_payload(k, in);
+  const bool null_data = in.u8() == 253;
+  const auto q_before = q.bytes(), k_before = k.bytes();
+
+  if (entry == 7) {  // one head vector: apply(tab, position, x) / apply(tab, position, in, out, D)
+    const std::ptrdiff_t D = s.head_dim;
+    std::unique_ptr<T[]> x(new T[static_cast<std::size_t>(D)]),
+        y(new T[static_cast<std::size_t>(D)]), z(new T[static_cast<std::size_t>(D)]);
+    for (std::ptrdiff_t i = 0; i < D; ++i)
+      x[static_cast<std::size_t>(i)] = q.size ? q.mem[static_cast<std::size_t>(i) % q.size] : T(1);
+    std::memcpy(z.get(), x.get(), static_cast<std::size_t>(D) * sizeof(T));
+    std::memset(static_cast<void*>(y.get()), 0xA5, static_cast<std::size_t>(D) * sizeof(T));
+    const std::int64_t p = pos64[0];
+    const rope::status st_out = rope::apply<T>(*tab, p, x.get(), y.get(), D, dir);
+    const rope::status st_in = rope::apply<T>(*tab, p, z.get(), dir);
+    const bool ok = p >= 0 && p < length;
+    FUZZ_CHECK((st_out == rope::status::ok) == ok, p, length);
+    FUZZ_CHECK(st_in == st_out, static_cast<int>(st_in), static_cast<int>(st_out));
+    if (!ok) {
+      FUZZ_CHECK(st_out == rope::status::position_out_of_range, static_cast<int>(st_out));
+      for (std::ptrdiff_t i = 0; i < D; ++i) {
+        FUZZ_CHECK(std::memcmp(&z[static_cast<std::size_t>(i)], &x[static_cast<std::size_t>(i)],
+                               sizeof(T)) == 0,
+                   i);
+        unsigned char c[sizeof(T)];
+        std::memcpy(c, &y[static_cast<std::size_t>(i)], sizeof(T));
+        for (unsigned char b : c) FUZZ_CHECK(b == 0xA5, i);
+      }
+      ++rope_fuzz_outcomes[1 + static_cast<int>(st_out)];
+      return;
+    }
+    ++rope_fuzz_outcomes[8];
+    FUZZ_CHECK(std::memcmp(y.get(), z.get(), static_cast<std::size_t>(D) * sizeof(T)) == 0, p, D);
+    FUZZ_CHECK(
+        std::memcmp(y.get() + d, x.get() + d, static_cast<std::size_t>(D - d) * sizeof(T)) == 0, p,
+        D);
+    check_accuracy<T>(*tab, x.get(), y.get(), p, d, inverse);
+    return;
+  }
+
+  const bool qk = entry == 5 || entry == 6;
+  const bool in_place = entry == 3 || entry == 4;
+  // apply_qk with k's rows inside q's buffer now and then: overlapping inputs are fine out of
+  // place, an output overlapping anything else is not.
+  const T* k_src_mem = k.mem.get();
+  std::size_t k_src_size = k.size;
+  T* k_data = k.data;
+  std::vector<unsigned char> k_src_before = k.bytes();
+  if (qk && entry == 6 && in.u8() % 4 == 0) {
+    std::ptrdiff_t klo, khi;
+    span_of(gk, klo, khi);
+    const std::ptrdiff_t off = in.u8() % 8;
+    if (static_cast<std::size_t>(off + (khi - klo)) <= q.size) {
+      k_data = q.mem.get() + off - klo;
+      k_src_mem = q.mem.get();
+      k_src_size = q.size;
+      k_src_before = q.bytes();
+    }
+  }
+  const bool k_inside_q = k_src_mem != k.mem.get();
+
+  if (!in_place) {
+    q_out.allocate(gq_out, offset);
+    k_out.allocate(gk_out, offset);
+    fill_canary(q_out);
+    fill_canary(k_out);
+  }
+  const auto qo_before = q_out.bytes(), ko_before = k_out.bytes();
+  const void* posp =
+      null_positions ? nullptr : (pos32 ? static_cast<const void*>(pos32v.data()) : pos64.data());
+
+  auto run = [&](const T* qi, T* qo, const geometry& gqo, const T* ki, T* ko, const geometry& gko) {
+    const auto vqi = view_of<const T>(qi, gq), vki = view_of<const T>(ki, gk);
+    const auto vqo = view_of<T>(qo, gqo), vko = view_of<T>(ko, gko);
+    if (qk) {
+      return pos32 ? rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
+                                       static_cast<const std::int32_t*>(posp), dir)
+                   : rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
+                                       static_cast<const std::int64_t*>(posp), dir);
+    }
+    return pos32 ? rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int32_t*>(posp), dir)
+                 : rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int64_t*>(posp), dir);
+  };
+
+  T* q_data = null_data ? nullptr : q.data;
+  const rope::status st = in_place ? run(q_data, q_data, gq, k_data, k_data, gk)
+                                   : run(q_data, q_out.data, gq_out, k_data, k_out.data, gk_out);
+
+  if (st != rope::status::ok) {
+    // Nothing written, and the status has a cause.
+    FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), static_cast<int>(st));
+    FUZZ_CHECK(q_out.unchanged(qo_before) && k_out.unchanged(ko_before), static_cast<int>(st));
+    if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok, static_cast<int>(st));
+    if (st == rope::status::null_pointer)
+      FUZZ_CHECK(null_data || null_positions, static_cast<int>(st));
+    if (st == rope::status::bad_dimension)
+      FUZZ_CHECK(n_tokens < 0 || q_heads < 0 || k_heads < 0 || view_dim < d, n_tokens, view_dim);
+    ++rope_fuzz_outcomes[1 + static_cast<int>(st)];
+    return;
+  }
+
+  // Success: the call must have been valid.
+  const bool q_work = n_tokens > 0 && q_heads > 0;
+  const bool k_work = qk && n_tokens > 0 && k_heads > 0;
+  FUZZ_CHECK(n_tokens >= 0 && q_heads >= 0 && (!qk || k_heads >= 0), n_tokens, q_heads);
+  if (q_work || k_work)
+    FUZZ_CHECK(positions_ok && !null_positions && view_dim >= d, n_tokens, view_dim);
+  std::vector<unsigned char> mark;
+  if (q_work) FUZZ_CHECK(!null_data && cover(q.mem.get(), q.size, q.data, gq, mark), 0);
+  if (k_work) FUZZ_CHECK(cover(k_src_mem, k_src_size, k_data, gk, mark), 0);
+  if (k_work && in_place) FUZZ_CHECK(!k_inside_q, 0);  // outputs overlapping: must be refused
+  if (!in_place && q_work)
+    FUZZ_CHECK(cover(q_out.mem.get(), q_out.size, q_out.data, gq_out, mark), 0);
+  if (!in_place && k_work)
+    FUZZ_CHECK(cover(k_out.mem.get(), k_out.size, k_out.data, gk_out, mark), 0);
+
+  // The reference for each tensor: an in-place apply of that tensor alone on a copy of its
+  // original bytes. What the call produced must equal it bit for bit in the rotary block, equal
+  // the input's bits in the pass-through block, and leave every element outside the rows as
+  // it was (canary out of place, original bytes in place).
+  auto check_tensor = [&](const std::vector<unsigned char>& src_before, const T* src_mem,
+                          const T* src_data, const geometry& gi, const T* out_mem,
+                          std::size_t out_size, const T* out_data, const geometry& go,
+                          const std::vector<unsigned char>& out_before) {
+    const std::size_t src_elems = src_before.size() / sizeof(T);
+    std::unique_ptr<T[]> ref(new T[src_elems]);
+    std::memcpy(static_cast<void*>(ref.get()), src_before.data(), src_before.size());
+    T* ref_data = ref.get() + (src_data - src_mem);
+    const rope::status s2 = pos32
+                                ? rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos32v.data(), dir)
+                                : rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos64.data(), dir);
+    FUZZ_CHECK(s2 == rope::status::ok, static_cast<int>(s2));
+    std::vector<unsigned char> row_mark;
+    cover(out_mem, out_size, out_data, go, row_mark);
+    for (std::size_t e = 0; e < out_size; ++e)
+      if (!row_mark[e])
+        FUZZ_CHECK(std::memcmp(&out_mem[e], &out_before[e * sizeof(T)], sizeof(T)) == 0,
+                   static_cast<long long>(e));
+    std::vector<T> orig_row(static_cast<std::size_t>(gi.head_dim));
+    for (std::ptrdiff_t t = 0; t < gi.n_tokens; ++t)
+      for (std::ptrdiff_t h = 0; h < gi.n_heads; ++h) {
+        const T* o = out_data + t * go.token_stride + h * go.head_stride;
+        const T* r = ref_data + t * gi.token_stride + h * gi.head_stride;
+        const std::ptrdiff_t ri = (src_data - src_mem) + t * gi.token_stride + h * gi.head_stride;
+        std::memcpy(static_cast<void*>(orig_row.data()),
+                    src_before.data() + static_cast<std::size_t>(ri) * sizeof(T),
+                    orig_row.size() * sizeof(T));
+        FUZZ_CHECK(std::memcmp(o, r, static_cast<std::size_t>(d) * sizeof(T)) == 0, t, h);
+        FUZZ_CHECK(std::memcmp(o + d, orig_row.data() + d,
+                               static_cast<std::size_t>(gi.head_dim - d) * sizeof(T)) == 0,
+                   t, h);
+        check_accuracy<T>(*tab, orig_row.data(), o, pos64[static_cast<std::size_t>(t)], d, inverse);
+      }
+  };
+
+  ++rope_fuzz_outcomes[q_work || k_work ? 8 : 1];
+  if (in_place) {
+    if (q_work)
+      check_tensor(q_before, q.mem.get(), q.data, gq, q.mem.get(), q.size, q.data, gq, q_before);
+    else
+      FUZZ_CHECK(q.unchanged(q_before), 0);
+    if (k_work)
+      check_tensor(k_before, k.mem.get(), k.data, gk, k.mem.get(), k.size, k.data, gk, k_before);
+    else
+      FUZZ_CHECK(k.unchanged(k_before), 0);
+  } else {
+    FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), 0);  // inputs are const
+    if (q_work)
+      check_tensor(q_before, q.mem.get(), q.data, gq, q_out.mem.get(), q_out.size, q_out.data,
+                   gq_out, qo_before);
+    else
+      FUZZ_CHECK(q_out.unchanged(qo_before), 0);
+    if (k_work)
+      check_tensor(k_src_before, k_src_mem, k_data, gk, k_out.mem.get(), k_out.size, k_out.data,
+                   gk_out, ko_before);
+    else
+      FUZZ_CHECK(k_out.unchanged(ko_before), 0);
+  }
+}
+
+template <std::size_t... I>
+void dispatch(std::size_t type_index, reader& in, const rope::spec& s, const rope::frequencies& f,
+              std::index_sequence<I...>) {
+  ((type_index == I
+        ? run_typed<std::tuple_element_t<I, storage_types>>(in, static_cast<int>(I), s, f)
+        : void()),
+   ...);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  reader in{data, size};
+  constexpr std::size_t n_types = std::tuple_size<storage_types>::value;
+  const std::size_t type_index = in.u8() % n_types;
+  const std::uint8_t layout_byte = in.u8();
+  rope::spec s;
+  s.layout = layout_byte % 16 == 15
+                 ? static_cast<rope::layout>(layout_byte % 4)  // 0 and 3: invalid
+                 : (layout_byte % 2 ? rope::layout::interleaved : rope::layout::half_split);
+  s.head_dim = static_cast<int>(in.raw<std::uint16_t>() % 1025);
+  s.rotary_dim = decode_rotary_dim(in, s.head_dim);
+  s.base = decode_base(in);
+
+  const bool valid = spec_is_valid(s);
+#if ROPE_HAS_EXCEPTIONS
+  try {
+    rope::validate(s);
+    FUZZ_CHECK(valid, s.head_dim, s.rotary_dim);
+  } catch (const std::invalid_argument&) {
+    FUZZ_CHECK(!valid, s.head_dim, s.rotary_dim);
+    ++rope_fuzz_outcomes[0];
+    return 0;
+  }
+#else
+  if (!valid) {
+    ++rope_fuzz_outcomes[0];
+    return 0;  // would go to the error handler, which does not return
+  }
+#endif
+
+  // SCALING EXTENSION POINT. When rope/scaling.hpp lands: decode a scaling type and its
+  // parameters here (factor <= 0, NaN, Inf; YaRN beta_fast <= beta_slow; Llama 3 low == high
+  // freq factor; LongRoPE list of the wrong length or with a value <= 0), build the
+  // frequencies with it, check that std::invalid_argument naming the key is thrown exactly when
+  // the parameters are invalid, and go on with the scaled frequencies (attention factor
+  // included) in place of default_frequencies below.
+  const rope::frequencies f = rope::default_frequencies(s);
+
+  dispatch(type_index, in, s, f, std::make_index_sequence<n_types>{});
+  return 0;
+}

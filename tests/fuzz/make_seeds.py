@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus tests/fuzz/corpus/ for apply_fuzz (byte layout: apply_fuzz.cpp's
+decoding order). Each seed is a structured case that reaches a success or a specific error, so
+libFuzzer starts from the interesting paths: python3 tests/fuzz/make_seeds.py"""
+import os
+import struct
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+FLOAT, DOUBLE = 0, 1
+INTER, HALF = 1, 0          # layout byte parity; 15 -> invalid layout 3
+ROT_FULL, ROT_HALF, ROT_ODD = 0, 2, 6
+BASE_1E4, BASE_5E5, BASE_1E6, BASE_1E7, BASE_NAN = 0, 3, 4, 5, 7
+OUT_OF_PLACE, IN_PLACE, QK, VECTOR = 0, 3, 5, 7
+PACKED, PADDED, HEAD_MAJOR, OVERLAP = 0, 3, 5, 6
+
+
+def spec(t, layout, head_dim, rot, base, rot_extra=b""):
+    return bytes([t, layout]) + struct.pack("<H", head_dim) + bytes([rot]) + rot_extra + bytes([base])
+
+
+LENGTHS = [1, 2, 3, 16, 17, 100, 1000, 4096, 4097]
+
+
+def run(length=4096, mode=0, long_table=0, entry=OUT_OF_PLACE, inverse=False, pos32=True, tokens=3, qh=2,
+        kh=1, geo_q=(0, PACKED), geo_k=(0, PACKED), offset=0, positions=(), payload_mode=1,
+        payload=b"", null_data=0):
+    b = bytes([LENGTHS.index(length), mode, long_table, entry, 0 if inverse else 1, 0 if pos32 else 1, tokens, qh, kh, 0])
+    b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, offset])  # out geometries = in geometries
+    for p in positions:
+        b += p
+    b += bytes([0])  # positions pointer not null
+    b += bytes([payload_mode]) + payload
+    return b
+
+
+def in_range(p):
+    return bytes([10]) + struct.pack("<I", p)
+
+
+def near(kind, delta):  # kind: 4 -> 2^24, 5 -> 2^31, 6 -> 2^32; delta -1, 0, +1
+    return bytes([kind + 32 * (delta + 1)])
+
+
+def ramp(n):
+    return bytes((37 * i + 11) % 256 for i in range(n))
+
+
+seeds = {
+    "float_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(positions=[in_range(0), in_range(1), in_range(4095)], payload=ramp(3000)),
+    "double_inter_hd80_rot40_2e24_in_place": spec(DOUBLE, INTER, 80, ROT_HALF, BASE_1E6)
+    + run(long_table=1, entry=IN_PLACE, inverse=True, pos32=False, tokens=3,
+          positions=[near(4, -1), near(4, 0), near(4, 1)], payload=ramp(2000)),
+    "float_inter_hd64_2e31_qk_int64": spec(FLOAT, INTER, 64, ROT_FULL, BASE_5E5)
+    + run(long_table=2, entry=QK, pos32=False, tokens=3, qh=4, kh=2,
+          positions=[near(5, -1), near(5, 0), near(5, 1)], payload=ramp(2000)),
+    "float_half_hd96_head_major_padded_offset": spec(FLOAT, HALF, 96, ROT_HALF, BASE_1E7)
+    + run(tokens=4, qh=3, geo_q=(3, HEAD_MAJOR), geo_k=(1, PADDED), offset=3,
+          positions=[in_range(5), in_range(77), in_range(1000), in_range(4000)], payload=ramp(3000)),
+    "float_raw_payload_nan_inf_denormal": spec(FLOAT, INTER, 32, ROT_FULL, BASE_1E4)
+    + run(tokens=2, qh=1, positions=[in_range(3), in_range(9)], payload_mode=0,
+          payload=struct.pack("<8f", float("nan"), float("inf"), -float("inf"), 1e-45, 1e-39, 3e38, -0.0, 1.0) * 8),
+    "double_overlapping_strides": spec(DOUBLE, HALF, 16, ROT_FULL, BASE_1E4)
+    + run(tokens=3, qh=2, geo_q=(0, OVERLAP, 0, 0), positions=[in_range(1), in_range(2), in_range(3)]),
+    "float_position_out_of_range": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(tokens=3, positions=[in_range(1), bytes([1]), bytes([2])], payload=ramp(1000)),
+    "float_vector_hd1024": spec(FLOAT, HALF, 1024, ROT_FULL, BASE_1E6)
+    + run(entry=VECTOR, positions=[in_range(4000)], payload=ramp(5000)),
+    "invalid_rotary_dim_odd": spec(FLOAT, HALF, 64, ROT_ODD, BASE_1E4, rot_extra=bytes([0])),
+    "invalid_base_nan": spec(DOUBLE, INTER, 64, ROT_FULL, BASE_NAN),
+}
+
+os.makedirs(HERE, exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(data)
+print(f"{len(seeds)} seeds in {HERE}")
