@@ -22,30 +22,35 @@ int env_int(const char* name, int fallback) {
 struct key_case {
   rope::spec spec;
   bool use_double;
-  double attention_factor;
   rope::table_mode mode;
+  rope::scaling scaling;     // none, or a method whose parameters are part of the key
+  std::int64_t seq_len;      // for the sequence-length dependent methods
 };
 
-// 8 keys, each differing from the first in one parameter: base, rotary_dim, layout, table
-// type (double), a scaling parameter (the attention factor), table mode (compact) and
-// rotary_dim again. (Sequence length: growth of one key, GrowingTableNeverMovesUnderReaders.)
+// 10 keys, each differing from another in exactly one parameter: base (1), rotary_dim (2),
+// layout (3), table type (4), a scaling parameter (YaRN beta_fast 32 vs 33: 5, 6), the sequence
+// length of dynamic NTK (2000 vs 3000, both past M = 1024: 7, 8) and the table mode (9).
+// (Growth of one key: GrowingTableNeverMovesUnderReaders.)
 std::vector<key_case> keys() {
   const rope::spec a = rope::make_spec(64, 64, 1e4, rope::layout::half_split);
-  std::vector<key_case> k(8, key_case{a, false, 1.0, rope::table_mode::automatic});
+  std::vector<key_case> k(10, key_case{a, false, rope::table_mode::automatic, rope::scaling{}, 0});
   k[1].spec.base = 5e5;
   k[2].spec.rotary_dim = 32;
   k[3].spec.layout = rope::layout::interleaved;
   k[4].use_double = true;
-  k[5].attention_factor = 1.1;
-  k[6].mode = rope::table_mode::compact;
-  k[7].spec.rotary_dim = 16;
+  k[5].scaling = rope::scaling::yarn_scaling(4.0, 512);
+  k[6].scaling = rope::scaling::yarn_scaling(4.0, 512);
+  k[6].scaling.beta_fast = 33.0;
+  k[7].scaling = rope::scaling::dynamic_ntk(2.0, 1024);
+  k[7].seq_len = 2000;
+  k[8].scaling = rope::scaling::dynamic_ntk(2.0, 1024);
+  k[8].seq_len = 3000;
+  k[9].mode = rope::table_mode::compact;
   return k;
 }
 
 rope::frequencies freqs(const key_case& k) {
-  rope::frequencies f = rope::default_frequencies(k.spec);
-  f.attention_factor = k.attention_factor;
-  return f;
+  return rope::compute_frequencies(k.spec, k.scaling, k.seq_len).frequencies;
 }
 
 constexpr std::int64_t kLen = 2048;
