@@ -265,6 +265,30 @@ TEST_F(HotPath, ApplyQkWritesNeitherWhenOneIsBad) {
   for (float v : k) ASSERT_EQ(v, 0.5f);
 }
 
+// shared/testing.md: a 16-bit result out of range is +-Inf with the right sign, never NaN.
+// Float keys past the fp16 range (65504) are rotated straight into an fp16 cache; in bf16 the
+// same happens past float's range, reached here with the attention factor.
+template <class H>
+void expect_out_of_range_is_signed_inf(float big, double attention_factor) {
+  rope::frequencies f = rope::default_frequencies(rope::make_spec(8, 8, 1e4, rope::layout::half_split));
+  f.attention_factor = attention_factor;
+  auto tab = rope::table<float>::build(f, rope::layout::half_split, 4);
+  // pairs (x0, x4) .. (x3, x7); position 0 leaves each pair's direction, scaled by A
+  const float in[8] = {big, -big, 1.0f, -1.0f, 0.0f, 0.0f, 0.5f, -0.5f};
+  H out[8];
+  const std::int64_t p = 0;
+  ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in, 1, 1, 8), rope::packed_heads(out, 1, 1, 8), &p),
+            rope::status::ok);
+  const float o0 = rope::storage_traits<H>::load(out[0]), o1 = rope::storage_traits<H>::load(out[1]);
+  EXPECT_TRUE(std::isinf(o0) && o0 > 0) << o0;
+  EXPECT_TRUE(std::isinf(o1) && o1 < 0) << o1;
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(std::isnan(rope::storage_traits<H>::load(out[i]))) << i;
+  EXPECT_TRUE(std::isfinite(rope::storage_traits<H>::load(out[2])));
+}
+
+TEST(OutOfRange16, Fp16ResultPastRangeIsSignedInfinity) { expect_out_of_range_is_signed_inf<rope::float16>(70000.0f, 1.0); }
+TEST(OutOfRange16, Bf16ResultPastRangeIsSignedInfinity) { expect_out_of_range_is_signed_inf<rope::bfloat16>(3.0e38f, 1.5); }
+
 TEST(Status, EveryCodeHasAMessageAndKind) {
   for (rope::status s : {rope::status::null_pointer, rope::status::bad_dimension, rope::status::bad_stride,
                          rope::status::overlapping_buffers})
