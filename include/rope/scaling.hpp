@@ -800,10 +800,7 @@ inline void cos_sin_of_difference(double q, double wb, double p, double wa, doub
   two_sum(hb, -ha, sum, err);
   const double tail = err + (lb - la);
   const double hi = sum + tail;
-  const double lo = tail - (hi - sum);
-  const double ch = std::cos(hi), sh = std::sin(hi);
-  c = std::fma(-sh, lo, ch);
-  s = std::fma(ch, lo, sh);
+  cos_sin_of_sum(hi, tail - (hi - sum), c, s);
 }
 
 inline bool frequencies_ok(const frequencies& f) noexcept {

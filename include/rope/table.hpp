@@ -73,16 +73,30 @@ std::unique_ptr<Real[], aligned_free> aligned_array(std::size_t n) {
   return std::unique_ptr<Real[], aligned_free>(static_cast<Real*>(p));
 }
 
-/// cos and sin of the exact product p*w: the product is split into hi + lo (exact, by fma)
-/// and the first-order correction for lo is applied. Explicit fma everywhere keeps the result
-/// identical whatever the compiler's contraction setting.
-inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcept {
-  const double hi = p * w;
-  const double lo = std::fma(p, w, -hi);
+/// cos and sin of the double-double angle hi + lo (|lo| <= ulp(hi)/2). While |lo| < 2^-26
+/// the first-order correction is exact to double precision (the dropped lo^2/2 is below
+/// 2^-53); beyond that (angles of about 2^27 rad and more, which only absurd frequencies or
+/// positions reach) lo is no longer small, and the full angle-addition formula is used.
+/// Explicit fma everywhere keeps the result identical whatever the compiler's contraction
+/// setting.
+inline void cos_sin_of_sum(double hi, double lo, double& c, double& s) noexcept {
   const double ch = std::cos(hi);
   const double sh = std::sin(hi);
-  c = std::fma(-sh, lo, ch);
-  s = std::fma(ch, lo, sh);
+  if (std::fabs(lo) < 0x1p-26) {
+    c = std::fma(-sh, lo, ch);
+    s = std::fma(ch, lo, sh);
+    return;
+  }
+  const double cl = std::cos(lo);
+  const double sl = std::sin(lo);
+  c = std::fma(ch, cl, -(sh * sl));
+  s = std::fma(sh, cl, ch * sl);
+}
+
+/// cos and sin of the exact product p*w: the product is split into hi + lo (exact, by fma).
+inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcept {
+  const double hi = p * w;
+  cos_sin_of_sum(hi, std::fma(p, w, -hi), c, s);
 }
 
 inline void check_frequencies(const frequencies& f) {

@@ -69,12 +69,15 @@ struct reader {
     --n;
     return *p++;
   }
+  // The next sizeof(U) bytes (zeros past the end) as a U. Assembled in an integer, not a byte
+  // array: GCC 12's -Wstringop-overflow misjudges the array form once inlined deep enough.
   template <class U>
   U raw() {
-    unsigned char b[sizeof(U)] = {};
-    for (auto& c : b) c = u8();
+    static_assert(sizeof(U) <= sizeof(std::uint64_t), "raw() reads at most 8 bytes");
+    std::uint64_t bits = 0;
+    for (std::size_t i = 0; i < sizeof(U); ++i) bits |= static_cast<std::uint64_t>(u8()) << (8 * i);
     U v;
-    std::memcpy(&v, b, sizeof v);
+    std::memcpy(&v, &bits, sizeof v);  // little-endian hosts: the same value as the byte form
     return v;
   }
 };
@@ -144,9 +147,10 @@ struct table_key {
   double base;
   std::int64_t length;
   rope::table_mode mode;
+  std::vector<double> identity;  // the scaling method and all its parameters
   bool operator<(const table_key& o) const {
-    return std::tie(type_index, rotary_dim, layout, base, length, mode) <
-           std::tie(o.type_index, o.rotary_dim, o.layout, o.base, o.length, o.mode);
+    return std::tie(type_index, rotary_dim, layout, base, length, mode, identity) <
+           std::tie(o.type_index, o.rotary_dim, o.layout, o.base, o.length, o.mode, o.identity);
   }
 };
 
@@ -163,7 +167,7 @@ template <class Real>
 std::shared_ptr<const rope::table<Real>> get_table(int type_index, const rope::frequencies& f,
                                                    const rope::spec& s, std::int64_t length,
                                                    rope::table_mode mode) {
-  const table_key key{type_index, s.rotary_dim, s.layout, s.base, length, mode};
+  const table_key key{type_index, s.rotary_dim, s.layout, s.base, length, mode, f.identity};
   auto& store = table_store();
   auto it = store.find(key);
   if (it != store.end()) return std::static_pointer_cast<const rope::table<Real>>(it->second);
@@ -634,6 +638,62 @@ void dispatch(std::size_t type_index, reader& in, const rope::spec& s, const rop
    ...);
 }
 
+double decode_scaling_number(reader& in) {
+  switch (in.u8() % 12) {
+    case 0: return 0.0;
+    case 1: return -1.5;
+    case 2: return std::numeric_limits<double>::quiet_NaN();
+    case 3: return std::numeric_limits<double>::infinity();
+    case 4: return in.raw<double>();  // any bit pattern
+    default: return 1.0 + static_cast<double>(in.u8() % 64) / 4.0;
+  }
+}
+
+std::int64_t decode_length(reader& in) {
+  constexpr std::int64_t kLengths[] = {0, -3, 1, 512, 1024, 4096, 32768};
+  return kLengths[in.u8() % (sizeof kLengths / sizeof kLengths[0])];
+}
+
+std::vector<double> decode_factor_list(reader& in, int pairs) {
+  const std::uint8_t shape = in.u8() % 8;
+  const int n = shape == 0 ? pairs + 1 : shape == 1 ? (pairs > 0 ? pairs - 1 : 0) : pairs;
+  std::vector<double> v(static_cast<std::size_t>(n > 0 ? n : 0));
+  for (auto& e : v) e = in.u8() % 32 == 0 ? decode_scaling_number(in) : 1.0 + in.u8() / 64.0;
+  return v;
+}
+
+rope::scaling decode_scaling(reader& in, int pairs) {
+  rope::scaling sc;
+  const std::uint8_t type = in.u8() % 12;  // 0-5: none
+  if (type < 6) return sc;
+  sc.type = static_cast<rope::scaling_type>(type - 5);  // linear .. longrope
+  sc.factor = decode_scaling_number(in);
+  sc.max_position_embeddings = decode_length(in);
+  sc.original_max_position_embeddings = decode_length(in);
+  if (in.u8() % 4 == 0) {
+    sc.beta_fast = decode_scaling_number(in);
+    sc.beta_slow = decode_scaling_number(in);
+  }
+  sc.truncate = in.u8() % 2 == 0;
+  if (in.u8() % 4 == 0) {
+    sc.mscale = decode_scaling_number(in);
+    sc.mscale_all_dim = decode_scaling_number(in);
+  }
+  if (in.u8() % 4 == 0) sc.attention_factor = decode_scaling_number(in);
+  sc.low_freq_factor = in.u8() % 4 == 0 ? decode_scaling_number(in) : 1.0;
+  sc.high_freq_factor = in.u8() % 4 == 0 ? decode_scaling_number(in) : 4.0;
+  if (sc.type == rope::scaling_type::longrope) {
+    sc.short_factor = decode_factor_list(in, pairs);
+    sc.long_factor = decode_factor_list(in, pairs);
+  }
+  return sc;
+}
+
+std::int64_t decode_seq_len(reader& in) {
+  constexpr std::int64_t kSeq[] = {0, 1, 700, 1025, 5000, std::int64_t{1} << 20, -1};
+  return kSeq[in.u8() % (sizeof kSeq / sizeof kSeq[0])];
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -666,13 +726,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 #endif
 
-  // SCALING EXTENSION POINT. When rope/scaling.hpp lands: decode a scaling type and its
-  // parameters here (factor <= 0, NaN, Inf; YaRN beta_fast <= beta_slow; Llama 3 low == high
-  // freq factor; LongRoPE list of the wrong length or with a value <= 0), build the
-  // frequencies with it, check that std::invalid_argument naming the key is thrown exactly when
-  // the parameters are invalid, and go on with the scaled frequencies (attention factor
-  // included) in place of default_frequencies below.
-  const rope::frequencies f = rope::default_frequencies(s);
+  // Scaling: a method (none most of the time) and its parameters, including 0, negative, NaN,
+  // Inf and raw values and LongRoPE lists of the wrong length. Either std::invalid_argument
+  // naming the key ("key=value ..."), or frequencies the table accepts; some inputs are
+  // invalid whatever the implementation and must be refused.
+  const rope::scaling sc = decode_scaling(in, s.rotary_dim / 2);
+  const std::int64_t seq_len = decode_seq_len(in);
+  rope::frequencies f;
+#if ROPE_HAS_EXCEPTIONS
+  try {
+    f = rope::compute_frequencies(s, sc, seq_len).frequencies;
+    rope::detail::check_frequencies(f);  // what the table build checks, as a clear error
+  } catch (const std::invalid_argument& e) {
+    FUZZ_CHECK(std::strchr(e.what(), '=') != nullptr, static_cast<long long>(sc.type), 0);
+    ++rope_fuzz_outcomes[0];
+    return 0;
+  }
+  FUZZ_CHECK(sc.type == rope::scaling_type::none || (sc.factor > 0 && std::isfinite(sc.factor)),
+             static_cast<long long>(sc.type), 1);
+  FUZZ_CHECK(sc.type != rope::scaling_type::longrope ||
+                 (sc.short_factor.size() == static_cast<std::size_t>(s.rotary_dim / 2) &&
+                  sc.long_factor.size() == static_cast<std::size_t>(s.rotary_dim / 2)),
+             static_cast<long long>(sc.type), 2);
+  FUZZ_CHECK(sc.type != rope::scaling_type::llama3 || sc.low_freq_factor != sc.high_freq_factor,
+             static_cast<long long>(sc.type), 3);
+#else
+  (void)seq_len;
+  if (sc.type != rope::scaling_type::none) return 0;  // errors would reach the handler
+  f = rope::default_frequencies(s);
+#endif
 
   dispatch(type_index, in, s, f, std::make_index_sequence<n_types>{});
   return 0;

@@ -14,8 +14,15 @@ OUT_OF_PLACE, IN_PLACE, QK, VECTOR = 0, 3, 5, 7
 PACKED, PADDED, HEAD_MAJOR, OVERLAP = 0, 3, 5, 6
 
 
-def spec(t, layout, head_dim, rot, base, rot_extra=b""):
-    return bytes([t, layout]) + struct.pack("<H", head_dim) + bytes([rot]) + rot_extra + bytes([base])
+NO_SCALING = bytes([0, 0])  # scaling type byte (< 6: none), sequence-length byte
+# YaRN factor 4, M 4096, M0 512, default betas, truncate; sequence length 5000
+YARN_F4 = bytes([9, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 4])
+# LongRoPE whose short_factor list has rotary_dim/2 + 1 entries: refused, naming the key
+LONGROPE_BAD_LIST = bytes([11, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 0])
+
+
+def spec(t, layout, head_dim, rot, base, rot_extra=b"", scaling=NO_SCALING):
+    return bytes([t, layout]) + struct.pack("<H", head_dim) + bytes([rot]) + rot_extra + bytes([base]) + scaling
 
 
 LENGTHS = [1, 2, 3, 16, 17, 100, 1000, 4096, 4097]
@@ -68,6 +75,9 @@ seeds = {
     + run(entry=VECTOR, positions=[in_range(4000)], payload=ramp(5000)),
     "invalid_rotary_dim_odd": spec(FLOAT, HALF, 64, ROT_ODD, BASE_1E4, rot_extra=bytes([0])),
     "invalid_base_nan": spec(DOUBLE, INTER, 64, ROT_FULL, BASE_NAN),
+    "float_half_hd128_yarn_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4, scaling=YARN_F4)
+    + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
+    "invalid_longrope_list_length": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4, scaling=LONGROPE_BAD_LIST),
 }
 
 os.makedirs(HERE, exist_ok=True)
