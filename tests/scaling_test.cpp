@@ -357,6 +357,7 @@ TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
               1e-16);
 }
 
+#if ROPE_HAS_EXCEPTIONS  // without exceptions, cold-path errors go to the handler (tests/noexcept_test.cpp)
 template <class F>
 void expect_error_naming(F&& f, const std::string& needle, const std::string& what) {
   try {
@@ -587,6 +588,7 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   bad.type = static_cast<rope::scaling_type>(42);
   expect(bad, "rope_type", "enum out of range");
 }
+#endif  // ROPE_HAS_EXCEPTIONS: the invalid-config tests catch std::invalid_argument
 
 // ---------------------------------------------------------------------------------------------
 // Tables: cached per complete parameters.
