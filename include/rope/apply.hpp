@@ -75,9 +75,16 @@ bool empty(const heads_view<T>& v) noexcept {
   return v.n_tokens == 0 || v.n_heads == 0;
 }
 
-// a * b <= limit for non-negative a, b, without overflow.
+// a * b <= limit for non-negative a, b, without overflow. On the hot path of every call: the
+// overflow builtin is a multiply and a flag test, where the portable form divides (tens of
+// cycles, a tenth of a 32-head decode call).
 constexpr bool product_fits(std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t limit) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  std::ptrdiff_t p = 0;
+  return !__builtin_mul_overflow(a, b, &p) && p <= limit;
+#else
   return a == 0 || b <= limit / a;
+#endif
 }
 
 /// Elements from a row's first element to one past the last row's end (0 when empty).
@@ -157,6 +164,11 @@ template <class TIn, class TOut>
 status check_pair(const heads_view<const TIn>& in, const heads_view<TOut>& out,
                   std::ptrdiff_t rotary_dim) noexcept {
   if (status st = check_view(in, rotary_dim); st != status::ok) return st;
+  if (std::is_same<std::remove_const_t<TIn>, std::remove_const_t<TOut>>::value &&
+      static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
+      in.n_tokens == out.n_tokens && in.n_heads == out.n_heads && in.head_dim == out.head_dim &&
+      in.token_stride == out.token_stride && in.head_stride == out.head_stride)
+    return status::ok;  // in place through one view: out is the view just checked
   if (status st = check_view(out, rotary_dim); st != status::ok) return st;
   if (in.n_tokens != out.n_tokens || in.n_heads != out.n_heads || in.head_dim != out.head_dim)
     return status::bad_dimension;
