@@ -196,7 +196,9 @@ void check_every_head_dim() {
       }
 }
 
-// Compile-time Dim, including Dim/2 not a multiple of any lane count (80, 96, 112, 160).
+// Compile-time Dim, including Dim/2 not a multiple of any lane count (80, 96, 112, 160), and
+// rows that end in (or are only) half a vector: AVX-512 float 8, 24 interleaved and 16, 48
+// half-split; double 12 interleaved, 24 half-split.
 template <class K, std::size_t Dim>
 void check_static_dim() {
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
@@ -212,6 +214,11 @@ void check_static_dim() {
 
 template <class K>
 void check_static_dims() {
+  check_static_dim<K, 8>();
+  check_static_dim<K, 12>();
+  check_static_dim<K, 16>();
+  check_static_dim<K, 24>();
+  check_static_dim<K, 48>();
   check_static_dim<K, 64>();
   check_static_dim<K, 80>();
   check_static_dim<K, 96>();

@@ -167,7 +167,8 @@ inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
 
 /// Runs a validated job (same loop as arch::scalar::run).
 template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
-inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>& jb) noexcept {
+inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>& job) noexcept {
+  const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
   constexpr std::size_t scratch_size =

@@ -86,9 +86,14 @@ inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
 }
 
 /// Runs a validated job: for each token, fetch (or form) the table row once, then rotate
-/// every head of that token with it.
+/// every head of that token with it. Every path first copies the job into a local: read
+/// through the reference, its fields are reloaded after each row's stores (those might alias
+/// it, as far as the compiler knows), and a reload whose address shares its low 12 bits with
+/// a just-stored row element waits on the store (4K aliasing): D = 128 half-split decode took
+/// 1.5x as long for rows at some page offsets as at others.
 template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
-inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& jb) noexcept {
+inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) noexcept {
+  const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
   constexpr std::size_t scratch_size =
