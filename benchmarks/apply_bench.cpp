@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -53,9 +54,31 @@ std::vector<std::int32_t> positions_for(int tokens) {
   return p;
 }
 
+// Every buffer (rows, baselines' buffers) starts on a 64-byte line, as engines allocate
+// tensors. With malloc's 16-byte alignment the start varied from run to run and with it the
+// cache lines each vector store splits: the decode-size stream baseline moved by 2x between
+// runs of the same binary, which made its ratios noise.
 template <class T>
-std::vector<T> input(std::size_t n) {
-  std::vector<T> x(n);
+struct line_allocator {
+  using value_type = T;
+  line_allocator() = default;
+  template <class U>
+  line_allocator(const line_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
+  template <class U>
+  bool operator==(const line_allocator<U>&) const noexcept { return true; }
+  template <class U>
+  bool operator!=(const line_allocator<U>&) const noexcept { return false; }
+};
+template <class T>
+using buffer = std::vector<T, line_allocator<T>>;
+
+template <class T>
+buffer<T> input(std::size_t n) {
+  buffer<T> x(n);
   for (std::size_t i = 0; i < n; ++i)
     x[i] = rope::storage_traits<T>::store(static_cast<float>(i % 97) * 0.01f - 0.5f);
   return x;
@@ -82,7 +105,7 @@ std::shared_ptr<const rope::table<float>> bench_table() {
 template <class T, int D, rope::layout L>
 void BM_Apply(benchmark::State& state, int tokens, int grp) {
   auto tab = bench_table<D, L>();
-  std::vector<T> x = input<T>(elems(D, tokens));
+  buffer<T> x = input<T>(elems(D, tokens));
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
@@ -116,7 +139,7 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
     return;
   }
   auto tab = bench_table<D, L>();
-  std::vector<float> x = input<float>(elems(D, tokens));
+  buffer<float> x = input<float>(elems(D, tokens));
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
@@ -133,8 +156,8 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
 template <class TOut, int D, rope::layout L>
 void BM_ApplyOut(benchmark::State& state, int tokens, int grp) {
   auto tab = bench_table<D, L>();
-  const std::vector<float> x = input<float>(elems(D, tokens));
-  std::vector<TOut> y(x.size());
+  const buffer<float> x = input<float>(elems(D, tokens));
+  buffer<TOut> y(x.size());
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto in = rope::packed_heads<const float>(x.data(), tokens, kHeads, D);
   const auto out = rope::packed_heads(y.data(), tokens, kHeads, D);
@@ -152,7 +175,7 @@ template <int D, rope::layout L, bool Runtime>
 void BM_Decode(benchmark::State& state) {
   rope::detail::force_dispatched_isa(rope::compiled_isa());
   auto tab = bench_table<D, L>();
-  std::vector<float> x = input<float>(elems(D, 1));
+  buffer<float> x = input<float>(elems(D, 1));
   const std::vector<std::int32_t> pos = positions_for(1);
   const auto view = rope::packed_heads(x.data(), 1, kHeads, D);
   for (auto _ : state) {
@@ -165,7 +188,7 @@ void BM_Decode(benchmark::State& state) {
 }
 
 void BM_Stream(benchmark::State& state, int D, int T, std::size_t bytes, int grp) {
-  std::vector<float> x = input<float>(bytes / sizeof(float));
+  buffer<float> x = input<float>(bytes / sizeof(float));
   const float a = 0.999f, b = 0.0005f;
   for (auto _ : state) {
     float* p = x.data();
@@ -178,8 +201,8 @@ void BM_Stream(benchmark::State& state, int D, int T, std::size_t bytes, int grp
 }
 
 void BM_Copy(benchmark::State& state, int D, int T) {
-  const std::vector<float> x = input<float>(elems(D, T));
-  std::vector<float> y(x.size());
+  const buffer<float> x = input<float>(elems(D, T));
+  buffer<float> y(x.size());
   for (auto _ : state) {
     std::memcpy(y.data(), x.data(), x.size() * sizeof(float));
     benchmark::DoNotOptimize(y.data());
