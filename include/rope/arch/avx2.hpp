@@ -7,6 +7,11 @@
 // through a 16-byte local buffer. fp16 converts with F16C (vcvtph2ps / vcvtps2ph, round to
 // nearest even); bf16 with integer operations identical to rope::float_to_bf16.
 //
+// This file holds what is AVX2's own: the vector types, conversions and tail masks
+// (detail::vec, detail::io). The kernels written over them (rotate_row, run) are the shared
+// text rope/arch/detail/kernel_body.inc, included at the end inside this namespace and this
+// target, as avx512.hpp does with its own types.
+//
 // Every function carries the target attribute unless the compiler's flags already enable the
 // ISA, so a baseline x86-64 build can hold these kernels for runtime dispatch (rope/isa.hpp).
 #pragma once
@@ -187,205 +192,20 @@ struct io<float, storage_format::bf16> {
   }
 };
 
-}  // namespace detail
-
-/// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row; in may equal out.
-/// Same contract and bits as arch::scalar::rotate_row.
-template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
-ROPE_AVX2_FN void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
-                             std::size_t rotary_dim) noexcept {
-  using V = detail::vec<Real>;
-  using In = detail::io<Real, format_of_v<TIn>>;
-  using Out = detail::io<Real, format_of_v<TOut>>;
-  constexpr std::size_t N = V::N;
-  const std::size_t d = Dim ? Dim : rotary_dim;
-  if constexpr (L == layout::interleaved) {
-    std::size_t i = 0;
-    for (; i + N <= d; i += N) {
-      const typename V::V x = In::load(in + i);
-      const typename V::V p = V::mul(V::swap_pairs(x), V::load(S + i));
-      const typename V::V c = V::load(C + i);
-      Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
-    }
-    if (i < d) {
-      const typename V::M m = V::mask(d - i);
-      const typename V::V x = In::load(in + i, m);
-      const typename V::V p = V::mul(V::swap_pairs(x), V::load(S + i, m));
-      const typename V::V c = V::load(C + i, m);
-      Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p), m);
-    }
-  } else {
-    const std::size_t P = d / 2;
-    std::size_t j = 0;
-    for (; j + N <= P; j += N) {
-      const typename V::V u = In::load(in + j), v = In::load(in + j + P);
-      const typename V::V c = V::load(C + j), s = V::load(S + j);
-      const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
-      Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
-      Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
-    }
-    if (j < P) {
-      const typename V::M m = V::mask(P - j);
-      const typename V::V u = In::load(in + j, m), v = In::load(in + j + P, m);
-      const typename V::V c = V::load(C + j, m), s = V::load(S + j, m);
-      const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
-      Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv), m);
-      Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu), m);
-    }
-  }
-}
-
-namespace detail {
-
-// One table row (C, S) in vectors, shared by every head of a token: with a compile-time Dim
-// the row stays in registers (or in a stack slot the stores to the rows cannot alias), so each
-// head costs one load and one store per vector, as a stream does.
-//
-// A row whose width is not a multiple of the lanes ends with a vector over its last N elements
-// (overlapping the one before it), not a masked one: masked stores are slow on some cores
-// (several times a plain store on AMD Zen 4, which made D = 80 half-split 3x slower). The
-// overlapped elements get the same inputs, table values and operations from both vectors, so
-// the same bits; in place, the last vector's inputs are loaded before any store of the row.
-// Rows narrower than one vector use masks.
-template <std::size_t Dim, layout L, class Real>
-struct row_vectors {
-  using V = vec<Real>;
-  static constexpr std::size_t width = L == layout::interleaved ? Dim : Dim / 2;
-  static constexpr std::size_t full = width / V::N;
-  static constexpr bool tail = width % V::N != 0;
-  static constexpr bool shifted = tail && width >= V::N;  // last vector ends at the row end
-  static constexpr std::size_t count = full + (tail ? 1 : 0);
-  static constexpr std::size_t tail_at = shifted ? width - V::N : full * V::N;
-  typename V::V c[count], s[count];
-  ROPE_AVX2_FN void load(const Real* C, const Real* S) noexcept {
-    for (std::size_t k = 0; k < full; ++k) {
-      c[k] = V::load(C + k * V::N);
-      s[k] = V::load(S + k * V::N);
-    }
-    if constexpr (shifted) {
-      c[full] = V::load(C + tail_at);
-      s[full] = V::load(S + tail_at);
-    } else if constexpr (tail) {
-      c[full] = V::load(C + tail_at, V::mask(width - tail_at));
-      s[full] = V::load(S + tail_at, V::mask(width - tail_at));
-    }
-  }
+// No half-width vectors here: a row that ends in half a vector ends with a shifted one.
+template <class Real>
+struct half_vectors {
+  static constexpr bool enabled = false;
+  using vec = detail::vec<Real>;
+  template <storage_format F>
+  using io = detail::io<Real, F>;
 };
 
-// rotate_row with the row in vectors: the same operations on every element.
-template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
-ROPE_AVX2_FN void rotate_row_held(const TIn* in, TOut* out, const row_vectors<Dim, L, Real>& row) noexcept {
-  using R = row_vectors<Dim, L, Real>;
-  using V = vec<Real>;
-  using VV = typename V::V;
-  using In = io<Real, format_of_v<TIn>>;
-  using Out = io<Real, format_of_v<TOut>>;
-  constexpr std::size_t N = V::N, W = R::width, F = R::full, T = R::tail_at;
-  if constexpr (L == layout::interleaved) {
-    VV xt{};
-    if constexpr (R::shifted) xt = In::load(in + T);  // before any store of the row
-    for (std::size_t k = 0; k < F; ++k) {
-      const VV x = In::load(in + k * N);
-      const VV p = V::mul(V::swap_pairs(x), row.s[k]);
-      Out::store(out + k * N, Inverse ? V::fmsub(x, row.c[k], p) : V::fmadd(x, row.c[k], p));
-    }
-    if constexpr (R::shifted) {
-      const VV p = V::mul(V::swap_pairs(xt), row.s[F]);
-      Out::store(out + T, Inverse ? V::fmsub(xt, row.c[F], p) : V::fmadd(xt, row.c[F], p));
-    } else if constexpr (R::tail) {
-      const typename V::M m = V::mask(W - T);
-      const VV x = In::load(in + T, m);
-      const VV p = V::mul(V::swap_pairs(x), row.s[F]);
-      Out::store(out + T, Inverse ? V::fmsub(x, row.c[F], p) : V::fmadd(x, row.c[F], p), m);
-    }
-  } else {
-    VV ut{}, vt{};
-    if constexpr (R::shifted) {
-      ut = In::load(in + T);  // before any store of the row
-      vt = In::load(in + T + W);
-    }
-    if (static_cast<const void*>(in) != static_cast<const void*>(out)) {
-      // Out of place: all first halves, then all second halves, so the stores run through
-      // the output row in order. Interleaving the two halves' stores costs a third of the
-      // bandwidth when the rows are not 64-byte aligned (each store then splits a cache line,
-      // and the lines complete out of order). Same operations per element, so same bits.
-      for (std::size_t k = 0; k < F; ++k) {
-        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
-        const VV pv = V::mul(v, row.s[k]);
-        Out::store(out + k * N, Inverse ? V::fmadd(u, row.c[k], pv) : V::fmsub(u, row.c[k], pv));
-      }
-      if constexpr (R::shifted) {
-        const VV pv = V::mul(vt, row.s[F]);
-        Out::store(out + T, Inverse ? V::fmadd(ut, row.c[F], pv) : V::fmsub(ut, row.c[F], pv));
-      }
-      for (std::size_t k = 0; k < F; ++k) {
-        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
-        const VV pu = V::mul(u, row.s[k]);
-        Out::store(out + k * N + W, Inverse ? V::fmsub(v, row.c[k], pu) : V::fmadd(v, row.c[k], pu));
-      }
-      if constexpr (R::shifted) {
-        const VV pu = V::mul(ut, row.s[F]);
-        Out::store(out + T + W, Inverse ? V::fmsub(vt, row.c[F], pu) : V::fmadd(vt, row.c[F], pu));
-      }
-    } else {
-      for (std::size_t k = 0; k < F; ++k) {
-        const VV u = In::load(in + k * N), v = In::load(in + k * N + W);
-        const VV pv = V::mul(v, row.s[k]), pu = V::mul(u, row.s[k]);
-        Out::store(out + k * N, Inverse ? V::fmadd(u, row.c[k], pv) : V::fmsub(u, row.c[k], pv));
-        Out::store(out + k * N + W, Inverse ? V::fmsub(v, row.c[k], pu) : V::fmadd(v, row.c[k], pu));
-      }
-      if constexpr (R::shifted) {
-        const VV pv = V::mul(vt, row.s[F]), pu = V::mul(ut, row.s[F]);
-        Out::store(out + T, Inverse ? V::fmadd(ut, row.c[F], pv) : V::fmsub(ut, row.c[F], pv));
-        Out::store(out + T + W, Inverse ? V::fmsub(vt, row.c[F], pu) : V::fmadd(vt, row.c[F], pu));
-      }
-    }
-    if constexpr (R::tail && !R::shifted) {
-      const typename V::M m = V::mask(W - T);
-      const VV u = In::load(in + T, m), v = In::load(in + T + W, m);
-      const VV pv = V::mul(v, row.s[F]), pu = V::mul(u, row.s[F]);
-      Out::store(out + T, Inverse ? V::fmadd(u, row.c[F], pv) : V::fmsub(u, row.c[F], pv), m);
-      Out::store(out + T + W, Inverse ? V::fmsub(v, row.c[F], pu) : V::fmadd(v, row.c[F], pu), m);
-    }
-  }
-}
-
 }  // namespace detail
 
-/// Runs a validated job (same loop as arch::scalar::run).
-template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
-ROPE_AVX2_FN void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>& job) noexcept {
-  const auto jb = job;  // a local copy: see arch::scalar::run
-  const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
-  const std::size_t m = L == layout::interleaved ? d : d / 2;
-  constexpr std::size_t scratch_size =
-      Dim ? 2 * Dim : 2 * static_cast<std::size_t>(max_rotary_dim);
-  alignas(64) Real scratch[scratch_size];
-  for (std::size_t t = 0; t < jb.n_tokens; ++t) {
-    const Real* row = tab.row(static_cast<std::int64_t>(jb.positions[t]), scratch);
-    const Real* C = row;
-    const Real* S = row + m;
-    const TIn* in_t = jb.in + t * jb.in_token_stride;
-    TOut* out_t = jb.out + t * jb.out_token_stride;
-    if constexpr (Dim != 0) {
-      detail::row_vectors<Dim, L, Real> held;
-      held.load(C, S);
-      for (std::size_t h = 0; h < jb.n_heads; ++h) {
-        const TIn* in = in_t + h * jb.in_head_stride;
-        TOut* out = out_t + h * jb.out_head_stride;
-        detail::rotate_row_held<Dim, L, Inverse>(in, out, held);
-        if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
-      }
-    } else {
-      for (std::size_t h = 0; h < jb.n_heads; ++h) {
-        const TIn* in = in_t + h * jb.in_head_stride;
-        TOut* out = out_t + h * jb.out_head_stride;
-        rotate_row<Dim, L, Inverse>(in, out, C, S, d);
-        if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
-      }
-    }
-  }
-}
+#define ROPE_KERNEL_FN ROPE_AVX2_FN
+#include "rope/arch/detail/kernel_body.inc"
+#undef ROPE_KERNEL_FN
 
 }  // namespace avx2
 }  // namespace arch
