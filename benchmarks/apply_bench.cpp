@@ -13,6 +13,7 @@
 //   python3 scripts/plot_bench.py bench.json docs/bench.png
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -212,8 +213,17 @@ void BM_Copy(benchmark::State& state, int D, int T) {
 }
 
 template <class F>
-void add(const std::string& name, F f) {
-  benchmark::RegisterBenchmark(name.c_str(), f)->MinTime(kMinTime);
+benchmark::internal::Benchmark* add(const std::string& name, F f) {
+  return benchmark::RegisterBenchmark(name.c_str(), f)->MinTime(kMinTime);
+}
+
+// The decode-dispatch pair differs by a few ns in ~100: medians of a few 0.2 s repetitions on a
+// shared machine move more than that. Each is instead run as 40 repetitions of 10 ms (random
+// interleaving, when asked for, mixes them with the rest) and compared by its fastest
+// repetition: time another tenant adds only ever lengthens a repetition.
+double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+void as_decode_pair(benchmark::internal::Benchmark* b) {
+  b->MinTime(0.01)->Repetitions(40)->ComputeStatistics("min", fastest)->ReportAggregatesOnly(true);
 }
 
 template <int D, rope::layout L>
@@ -235,10 +245,10 @@ void register_layout(int T) {
   add("BM_ApplyOut<float->fp16, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16); });
   if (T == 1) {
-    add("BM_Decode<float, " + d + ", " + l + ", compile_time>" + suffix,
-        [](benchmark::State& s) { BM_Decode<D, L, false>(s); });
-    add("BM_Decode<float, " + d + ", " + l + ", runtime>" + suffix,
-        [](benchmark::State& s) { BM_Decode<D, L, true>(s); });
+    as_decode_pair(add("BM_Decode<float, " + d + ", " + l + ", compile_time>" + suffix,
+                       [](benchmark::State& s) { BM_Decode<D, L, false>(s); }));
+    as_decode_pair(add("BM_Decode<float, " + d + ", " + l + ", runtime>" + suffix,
+                       [](benchmark::State& s) { BM_Decode<D, L, true>(s); }));
   }
 }
 
@@ -258,7 +268,7 @@ void register_dim() {
 }
 
 // Keeps GB/s and ns per iteration per (group, D, T, kind): the median aggregate when there are
-// repetitions, else the first run.
+// repetitions (the fastest one for the decode-dispatch pair), else the first run.
 class table_reporter : public benchmark::ConsoleReporter {
  public:
   using key = std::tuple<int, int, int, int>;
@@ -269,10 +279,11 @@ class table_reporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       if (r.error_occurred) continue;
       const bool aggregate = r.run_type == Run::RT_Aggregate;
-      if (aggregate && r.aggregate_name != "median") continue;
       if (!r.counters.count("D")) continue;
       auto get = [&](const char* k) { return static_cast<int>(r.counters.at(k).value); };
       const key k{get("group"), get("D"), get("T"), get("kind")};
+      const bool decode_pair = get("group") == g_decode_static || get("group") == g_decode_runtime;
+      if (aggregate && r.aggregate_name != (decode_pair ? "min" : "median")) continue;
       if (!aggregate && gbps.count(k)) continue;
       gbps[k] = r.counters.at("bytes_per_second").value / 1e9;
       ns[k] = r.GetAdjustedCPUTime();  // ns (the default unit), CPU time like the GB/s
@@ -328,8 +339,8 @@ int main(int argc, char** argv) {
   print_ratio_table(rep, "float in, fp16 out (GB/s over bytes read + written; baseline: float memcpy)",
                     g_out_fp16, g_copy, "copy GB/s");
 
-  std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time vs runtime dispatch (%s)\n", kHeads,
-              rope::to_string(rope::compiled_isa()));
+  std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time vs runtime dispatch (%s), fastest "
+              "of 40 repetitions each\n", kHeads, rope::to_string(rope::compiled_isa()));
   std::printf("%5s %12s %14s %12s %9s\n", "D", "layout", "compile ns", "runtime ns", "cost");
   for (int D : kDims)
     for (int kind : {1, 2}) {
