@@ -76,8 +76,8 @@ bool empty(const heads_view<T>& v) noexcept {
 }
 
 // a * b <= limit for non-negative a, b, without overflow. On the hot path of every call: the
-// overflow builtin is a multiply and a flag test, where the portable form divides (tens of
-// cycles, a tenth of a 32-head decode call).
+// overflow builtin is a multiply and a flag test, where the portable form divides (a 64-bit
+// division costs tens of cycles; a 32-head decode call is a few hundred).
 constexpr bool product_fits(std::ptrdiff_t a, std::ptrdiff_t b, std::ptrdiff_t limit) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
   std::ptrdiff_t p = 0;
