@@ -222,29 +222,56 @@ int ulp_distance(std::uint16_t a, std::uint16_t b) {
 struct tally {
   long total = 0, exact = 0;
   int max_ulp = 0;
-  long beyond_float_bound = 0;  // off by more than 1 ulp and by more than 3u*r + 1 ulp
+  long cancelled = 0;  // outputs below 2^-12 of their pair's norm
+  long cancelled_exact = 0;
 };
+
+// How the inputs are drawn: uniform in [-scale, scale], or (cancel) with every pair set up so
+// that its first output cancels: (x0, x1) ~ rho (sin phi, cos phi) at the pair's angle phi,
+// then x0 moved by rho * 2^-k, k in [8, 34], so that out0 ~ rho 2^-k (16-bit inputs round the
+// nudge away below ~2^-11). There a float result rounded to 16 bits was hundreds of ulps off
+// before the kernels took the table's low parts (rope/arch/scalar.hpp, which bounds the error
+// for bf16 down to 2^-35 r).
+enum class draw { uniform, cancel };
 
 // Rotates packed [T, H, D] data with rope (T16 storage for the output; TIn for the input) and
 // compares every output element with the oracle's exact result rounded once to T16.
 template <class TIn, class T16>
-void accuracy_case(const format16& f, rope::layout l, int D, double scale, tally& tl) {
+void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw how, tally& tl) {
   const int T = 64, H = 2;
   const rope::spec sp = rope::make_spec(D, D, 1e4, l);
   auto tab = rope::get_table<float>(sp, 1 << 16);
-  const std::vector<ld> w = oracle::inv_freq(1e4, D);
-  std::mt19937_64 gen(static_cast<std::uint64_t>(D) * 31 + static_cast<std::uint64_t>(l));
+  // The table's own (double) frequencies in long double: a result that cancels to 2^-34 of
+  // its pair's norm sees the last bit of a double w_j at 2^16 rad (long double base^(-2j/d)
+  // differs from it by up to 2^-37 r there), and what is checked here is the arithmetic.
+  std::vector<ld> w;
+  for (double wj : tab->inv_freq()) w.push_back(static_cast<ld>(wj));
+  std::mt19937_64 gen(static_cast<std::uint64_t>(D) * 31 + static_cast<std::uint64_t>(l) +
+                      (how == draw::cancel ? 7 : 0));
   std::uniform_real_distribution<double> dist(-scale, scale);
   const std::size_t n = static_cast<std::size_t>(T * H * D);
+  const std::size_t P = static_cast<std::size_t>(D / 2);
   std::vector<TIn> in(n);
-  for (auto& e : in) e = rope::storage_traits<TIn>::store(static_cast<float>(dist(gen)));
   std::vector<std::int64_t> pos(T);
   for (auto& p : pos) p = static_cast<std::int64_t>(gen() % (1 << 16));
+  for (auto& e : in) e = rope::storage_traits<TIn>::store(static_cast<float>(dist(gen)));
+  if (how == draw::cancel)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < H; ++h)
+        for (std::size_t j = 0; j < P; ++j) {
+          const std::size_t base = static_cast<std::size_t>((t * H + h) * D);
+          const ld phi = static_cast<ld>(pos[static_cast<std::size_t>(t)]) * w[j];
+          const ld rho = static_cast<ld>(std::fabs(dist(gen))) + static_cast<ld>(scale) / 4;
+          const ld nudge = std::ldexp(rho, -static_cast<int>(8 + gen() % 27)) * ((gen() & 1) ? 1 : -1);
+          in[base + oracle::first(l, j, P)] =
+              rope::storage_traits<TIn>::store(static_cast<float>(rho * std::sin(phi) + nudge));
+          in[base + oracle::second(l, j, P)] =
+              rope::storage_traits<TIn>::store(static_cast<float>(rho * std::cos(phi)));
+        }
   std::vector<T16> out(n);
   ASSERT_EQ(rope::apply<TIn>(*tab, rope::packed_heads<const TIn>(in.data(), T, H, D),
                              rope::packed_heads(out.data(), T, H, D), pos.data()),
             rope::status::ok);
-  const std::size_t P = static_cast<std::size_t>(D / 2);
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < H; ++h) {
       const std::size_t base = static_cast<std::size_t>((t * H + h) * D);
@@ -255,64 +282,73 @@ void accuracy_case(const format16& f, rope::layout l, int D, double scale, tally
         const double want = round_ref(f, static_cast<double>(ref[k]));
         const std::uint16_t got = bits16(out[base + k]);
         const double got_v = static_cast<double>(rope::storage_traits<T16>::load(out[base + k]));
+        const std::size_t partner = l == rope::layout::interleaved ? (k ^ 1u) : (k < P ? k + P : k - P);
+        const double r = std::hypot(static_cast<double>(x[k]), static_cast<double>(x[partner]));
+        const bool cancelled = std::fabs(static_cast<double>(ref[k])) < 0x1p-12 * r;
         ++tl.total;
+        tl.cancelled += cancelled;
         if (got_v == want) {
           ++tl.exact;
+          tl.cancelled_exact += cancelled;
           continue;
         }
         // The pattern of want: round trip through the library's exact conversion.
         const std::uint16_t want_bits = bits16(rope::storage_traits<T16>::store(static_cast<float>(want)));
         const int ulps = ulp_distance(got, want_bits);
+        if (ulps > tl.max_ulp && ulps > 1)
+          ADD_FAILURE() << ulps << " ulp at D=" << D << " " << rope::to_string(l) << " t=" << t
+                        << " k=" << k << ": got " << got_v << " want " << want << " exact "
+                        << static_cast<double>(ref[k]) << " r=" << r;
         tl.max_ulp = std::max(tl.max_ulp, ulps);
-        const std::size_t partner = l == rope::layout::interleaved ? (k ^ 1u) : (k < P ? k + P : k - P);
-        const double r = std::hypot(static_cast<double>(x[k]), static_cast<double>(x[partner]));
-        const double ulp = std::fabs(static_cast<double>(rope::storage_traits<T16>::load(
-                               from16<T16>(static_cast<std::uint16_t>(want_bits + 1)))) - want);
-        if (ulps > 1 && std::fabs(got_v - static_cast<double>(ref[k])) > ulp + 3 * 0x1p-24 * r)
-          ++tl.beyond_float_bound;
       }
     }
 }
 
-// 16-bit inputs: every output within 1 ulp of the correctly rounded result. Float inputs:
-// computing in float and rounding once cannot promise 1 ulp of a result much smaller than its
-// pair's norm (cancellation leaves the float error, 3u*r, above the 16-bit ulp of a tiny
-// result), so there the bound is 1 ulp + 3u*r.
+// Every output within 1 ulp of the correctly rounded result, and >= 99.9% correctly rounded,
+// for uniform inputs and for inputs where every pair cancels (results down to 2^-34 of the
+// pair's norm).
 template <class TIn, class T16>
 void accuracy_suite(const format16& f, const char* what) {
-  tally tl;
-  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-    for (int D : {64, 80, 96, 128, 256})
-      for (double scale : {1.0, 300.0}) accuracy_case<TIn, T16>(f, l, D, scale, tl);
-  const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
-  std::printf("%s: %ld of %ld outputs correctly rounded (%.5f%%), max %d ulp off\n", what, tl.exact,
-              tl.total, 100 * frac, tl.max_ulp);
-  EXPECT_GE(frac, 0.999) << what;
-  if (std::is_same<TIn, float>::value)
-    EXPECT_EQ(tl.beyond_float_bound, 0) << what;
-  else
+  for (draw how : {draw::uniform, draw::cancel}) {
+    tally tl;
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+      for (int D : {64, 80, 96, 128, 256})
+        for (double scale : {1.0, 300.0}) accuracy_case<TIn, T16>(f, l, D, scale, how, tl);
+    const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
+    std::printf("%s, %s inputs: %ld of %ld outputs correctly rounded (%.5f%%), max %d ulp off; "
+                "%ld of %ld outputs below 2^-12 r correctly rounded\n",
+                what, how == draw::cancel ? "cancelling" : "uniform", tl.exact, tl.total,
+                100 * frac, tl.max_ulp, tl.cancelled_exact, tl.cancelled);
+    EXPECT_GE(frac, 0.999) << what;
     EXPECT_LE(tl.max_ulp, 1) << what;
+    if (how == draw::cancel) {
+      EXPECT_GE(tl.cancelled, tl.total / 8) << "the draw must cancel";
+    }
+  }
 }
 
-TEST(Accuracy16, Fp16InFp16OutCorrectlyRoundedAlmostAlways) {
+TEST(Accuracy16, Fp16InFp16OutWithinOneUlp) {
   accuracy_suite<rope::float16, rope::float16>(kHalf, "fp16 -> fp16");
 }
-TEST(Accuracy16, FloatInFp16OutCorrectlyRoundedAlmostAlways) {
+TEST(Accuracy16, FloatInFp16OutWithinOneUlp) {
   accuracy_suite<float, rope::float16>(kHalf, "float -> fp16");
 }
-TEST(Accuracy16, Bf16InBf16OutCorrectlyRoundedAlmostAlways) {
+TEST(Accuracy16, Bf16InBf16OutWithinOneUlp) {
   accuracy_suite<rope::bfloat16, rope::bfloat16>(kBf16, "bf16 -> bf16");
 }
-TEST(Accuracy16, FloatInBf16OutCorrectlyRoundedAlmostAlways) {
+TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
   accuracy_suite<float, rope::bfloat16>(kBf16, "float -> bf16");
 }
 
 // --- mixed types, partial rotary dims, adopted types --------------------------------------
 
-// Float in, 16-bit out equals float in, float out rounded once per element, including the
-// copied dims [rotary_dim, head_dim).
+// Float in, 16-bit out: the copied dims [rotary_dim, head_dim) are the input rounded once; a
+// rotated dim is the float result rounded once, or 1 ulp from it where the low-part correction
+// (rope/arch/scalar.hpp) crossed a rounding boundary, which is rare for inputs that do not
+// cancel.
 template <class T16>
 void mixed_matches_rounded_float() {
+  long moved = 0, total = 0;
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
     for (int rotary : {96, 48, 6}) {
       const int T = 5, H = 3, D = 96;
@@ -327,14 +363,23 @@ void mixed_matches_rounded_float() {
       const auto in = rope::packed_heads<const float>(x.data(), T, H, D);
       ASSERT_EQ(rope::apply<float>(*tab, in, rope::packed_heads(yf.data(), T, H, D), pos), rope::status::ok);
       ASSERT_EQ(rope::apply<float>(*tab, in, rope::packed_heads(y16.data(), T, H, D), pos), rope::status::ok);
-      for (std::size_t i = 0; i < x.size(); ++i)
-        ASSERT_EQ(bits16(y16[i]), bits16(rope::storage_traits<T16>::store(yf[i])))
-            << rope::to_string(l) << " rotary " << rotary << " at " << i;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::uint16_t rounded = bits16(rope::storage_traits<T16>::store(yf[i]));
+        if (static_cast<int>(i % D) >= rotary) {
+          ASSERT_EQ(bits16(y16[i]), rounded) << rope::to_string(l) << " rotary " << rotary << " at " << i;
+          continue;
+        }
+        ++total;
+        const int d = ulp_distance(bits16(y16[i]), rounded);
+        ASSERT_LE(d, 1) << rope::to_string(l) << " rotary " << rotary << " at " << i;
+        moved += d;
+      }
     }
+  EXPECT_LT(moved * 100, total) << moved << " of " << total << " moved by the correction";
 }
 
-TEST(MixedTypes, FloatInFp16OutIsFloatResultRoundedOnce) { mixed_matches_rounded_float<rope::float16>(); }
-TEST(MixedTypes, FloatInBf16OutIsFloatResultRoundedOnce) { mixed_matches_rounded_float<rope::bfloat16>(); }
+TEST(MixedTypes, FloatInFp16OutIsFloatResultRoundedOnceOrOneUlpAway) { mixed_matches_rounded_float<rope::float16>(); }
+TEST(MixedTypes, FloatInBf16OutIsFloatResultRoundedOnceOrOneUlpAway) { mixed_matches_rounded_float<rope::bfloat16>(); }
 
 TEST(MixedTypes, Fp16InFloatOutIsExactWideningOfFp16Result) {
   // fp16 in, float out: the float result of the loaded values, not rounded to fp16.

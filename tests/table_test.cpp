@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -87,6 +88,52 @@ TEST(Table, AttentionFactorScalesEntries) {
   f.attention_factor = 1.25;
   auto tab = rope::table<float>::build(f, rope::layout::half_split, 5000);
   EXPECT_LE(max_entry_error(*tab, oracle::inv_freq(1e4, 32), 1.25L, sampled_positions(5000)), 1.25L);
+}
+
+// Float tables' low parts (used for 16-bit outputs): hi is row()'s row bit for bit, and hi + lo
+// is A cos(p w_j) (A sin) within 2^-47 A, against long double cos/sin of the table's own double
+// frequencies (what is checked is the entries, not w_j: 2^20 rad carries a double w_j's last
+// bit to 2^-33 rad). Both layouts, both modes, an attention factor, positions up to 2^20.
+TEST(Table, LowPartsCarryEntriesTo2ToMinus47) {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
+      rope::frequencies f = rope::default_frequencies(rope::make_spec(96, 96, 5e5, l));
+      f.attention_factor = 1.125;
+      const std::int64_t n = mode == rope::table_mode::dense ? (1 << 14) : (1 << 20);
+      auto tab = rope::table<float>::build(f, l, n, mode);
+      const std::size_t P = f.inv_freq.size(), m = tab->row_width();
+      std::vector<float> scratch(4 * m), plain(2 * m);
+      ld worst = 0;
+      for (std::int64_t p : sampled_positions(n)) {
+        const auto r = tab->row_with_low_parts(p, scratch.data());
+        const float* hi_only = tab->row(p, plain.data());
+        for (std::size_t i = 0; i < 2 * m; ++i) ASSERT_EQ(r.hi[i], hi_only[i]) << p << " " << i;
+        for (std::size_t j = 0; j < P; ++j) {
+          // p * w_j as a sum of two exact long double products (10 + 53 bits each): the
+          // rounded product alone is off by up to 2^-44 rad at p = 2^20.
+          const ld w = static_cast<ld>(f.inv_freq[j]);
+          const ld a1 = static_cast<ld>(p & ~std::int64_t{1023}) * w;
+          const ld a2 = static_cast<ld>(p & 1023) * w;
+          const ld c = 1.125L * (std::cos(a1) * std::cos(a2) - std::sin(a1) * std::sin(a2));
+          const ld s = 1.125L * (std::sin(a1) * std::cos(a2) + std::cos(a1) * std::sin(a2));
+          const std::size_t ic = l == rope::layout::interleaved ? 2 * j : j;
+          const std::size_t is = l == rope::layout::interleaved ? m + 2 * j + 1 : m + j;
+          // The low part is below half an ulp of its entry (hi is the entry rounded to float).
+          ASSERT_LE(std::fabs(static_cast<ld>(r.lo[ic])), std::fabs(static_cast<ld>(r.hi[ic])) * kU + 0x1p-149L);
+          worst = std::max({worst, std::fabs(static_cast<ld>(r.hi[ic]) + static_cast<ld>(r.lo[ic]) - c),
+                            std::fabs(static_cast<ld>(r.hi[is]) + static_cast<ld>(r.lo[is]) - s)});
+          if (l == rope::layout::interleaved) {
+            ASSERT_EQ(r.lo[2 * j], r.lo[2 * j + 1]);
+            ASSERT_EQ(r.lo[m + 2 * j], -r.lo[m + 2 * j + 1]);
+          }
+        }
+      }
+      std::printf("low parts, %s, %s: |hi + lo - exact| <= %.3f * 2^-48 A\n", rope::to_string(l),
+                  mode == rope::table_mode::dense ? "dense" : "compact",
+                  static_cast<double>(worst / (0x1p-48L * 1.125L)));
+      EXPECT_LE(worst, 0x1p-47L * 1.125L) << rope::to_string(l) << " mode " << static_cast<int>(mode)
+                                           << ": worst " << static_cast<double>(worst / 0x1p-48L) << " * 2^-48";
+    }
 }
 
 TEST(Table, DefaultFrequenciesMatchFormula) {

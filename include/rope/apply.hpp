@@ -22,7 +22,9 @@
 //
 // Accuracy (float): |out - exact| <= 3 * 2^-24 * r per element, r the pair's norm, at every
 // position the table covers, because table entries are correctly formed in double (see
-// rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp).
+// rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp). 16-bit outputs
+// (fp16, bf16, from any input type): within 1 ulp of the exact result correctly rounded, by a
+// correction from the table's low parts (rope/arch/scalar.hpp; bf16 down to 2^-35 r).
 #pragma once
 
 #include <atomic>
@@ -342,7 +344,7 @@ void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) n
 /// positions[t]. T is the storage type; the table type is compute_type_t<T> (float for float).
 /// TOut may differ from T when both compute in the same type (e.g. float in, rope::float16 or
 /// rope::bfloat16 out, straight into a KV cache); the result is computed in compute_type_t<T>
-/// and rounded once on store.
+/// and rounded once on store (16-bit outputs with the low-part correction, rope/arch/scalar.hpp).
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<const T> in,
                            heads_view<TOut> out, const Pos* positions,

@@ -7,7 +7,10 @@
 // rope rotates vectors stored as float, double, IEEE binary16 (rope::float16) or bfloat16
 // (rope::bfloat16). A storage type tells rope, through rope::storage_traits, the arithmetic type
 // it computes in and how one element is loaded and stored. 16-bit types compute in float: load
-// is exact, store rounds once, to nearest even.
+// is exact, store rounds once, to nearest even. A float result bound for a 16-bit output also
+// takes a correction from the table's low parts (rope/arch/scalar.hpp), so that each output is
+// within 1 ulp of the exact result correctly rounded even where a pair cancels (fp16: every
+// output; bf16: every output above 2^-35 of its pair's norm).
 //
 // Adopting another type with the same bits (Eigen::half, Eigen::bfloat16, _Float16, __bf16, an
 // engine's struct around a uint16_t): derive its traits from fp16_storage / bf16_storage, e.g.

@@ -10,6 +10,14 @@
 // within 2^-24 * A of A*cos(p*w_j) for every p below the table length, whatever the position:
 // a float32 angle, as HF and ggml form it, is off by ~0.06 rad at p = 1e6.
 //
+// Low parts (float tables). Next to each float entry hi the table keeps lo = (A*cos - hi)
+// rounded to float, so hi + lo carries the value to about 2^-48 * A. Kernels that round their
+// float result once more into a 16-bit type use them (rope/arch/scalar.hpp, "16-bit outputs"):
+// a float entry alone is off by up to 2^-25 * A, and where a result cancels to far below its
+// pair's norm that error is many 16-bit ulps of the result. Dense float tables therefore take
+// twice the bytes of their rows (counted in bytes() and in the dense-or-compact choice);
+// compact tables form the low parts with the row when a kernel asks for them.
+//
 // Two storage modes:
 //  - dense: one row per position, ready to use (fastest; 2*rotary_dim*sizeof(Real) bytes per
 //    position for interleaved, half that for half_split).
@@ -165,8 +173,8 @@ class table {
     t->pairs_ = static_cast<std::size_t>(f.rotary_dim / 2);
     t->width_ = l == layout::interleaved ? 2 * t->pairs_ : t->pairs_;
     const std::size_t stride = round_up(2 * t->width_, 64 / sizeof(Real));
-    const double dense_bytes =
-        static_cast<double>(stride) * sizeof(Real) * static_cast<double>(positions);
+    const double dense_bytes = static_cast<double>(stride) * sizeof(Real) *
+                               static_cast<double>(positions) * (has_low_parts ? 2.0 : 1.0);
     if (mode == table_mode::automatic)
       mode = dense_bytes <= static_cast<double>(ROPE_DENSE_TABLE_MAX_BYTES) ? table_mode::dense
                                                                              : table_mode::compact;
@@ -209,8 +217,30 @@ class table {
   /// tables form the row into `scratch` (2*row_width() values) and return it.
   const Real* row(std::int64_t p, Real* scratch) const noexcept {
     if (mode_ == table_mode::dense) return dense_.get() + static_cast<std::size_t>(p) * stride_;
-    form_compact_row(static_cast<std::uint64_t>(p), scratch);
+    form_compact_row(static_cast<std::uint64_t>(p), scratch, nullptr);
     return scratch;
+  }
+
+  /// Float tables keep low parts (see the file comment).
+  static constexpr bool has_low_parts = std::is_same<Real, float>::value;
+
+  /// A row and its low parts: hi is what row() returns, lo the same format with lo[k] = the
+  /// double value of the entry minus hi[k], rounded to float.
+  struct split_row {
+    const Real* hi;
+    const Real* lo;
+  };
+
+  /// The row of position p with its low parts (float tables; same requirement on p as row()).
+  /// Compact tables form both into `scratch` (4*row_width() values: hi, then lo).
+  split_row row_with_low_parts(std::int64_t p, Real* scratch) const noexcept {
+    static_assert(has_low_parts, "only float tables keep low parts");
+    if (mode_ == table_mode::dense) {
+      const std::size_t at = static_cast<std::size_t>(p) * stride_;
+      return {dense_.get() + at, dense_low_.get() + at};
+    }
+    form_compact_row(static_cast<std::uint64_t>(p), scratch, scratch + 2 * width_);
+    return {scratch, scratch + 2 * width_};
   }
 
  private:
@@ -218,14 +248,30 @@ class table {
 
   static constexpr std::size_t round_up(std::size_t n, std::size_t k) { return (n + k - 1) / k * k; }
 
-  void put(Real* row, std::size_t j, double c, double s) const noexcept {
+  // v rounded to Real, and what that rounding left out (exact in double), rounded to Real.
+  static Real low_part(double v, Real hi) noexcept {
+    return static_cast<Real>(v - static_cast<double>(hi));
+  }
+
+  // Entry j of a row (and of its low parts when lo is not null) from A*cos and A*sin.
+  void put(Real* row, Real* lo, std::size_t j, double c, double s) const noexcept {
+    const Real ch = static_cast<Real>(c), sh = static_cast<Real>(s);
     if (layout_ == layout::interleaved) {
-      row[2 * j] = row[2 * j + 1] = static_cast<Real>(c);
-      row[width_ + 2 * j] = static_cast<Real>(-s);
-      row[width_ + 2 * j + 1] = static_cast<Real>(s);
+      row[2 * j] = row[2 * j + 1] = ch;
+      row[width_ + 2 * j] = -sh;
+      row[width_ + 2 * j + 1] = sh;
+      if (lo) {
+        lo[2 * j] = lo[2 * j + 1] = low_part(c, ch);
+        lo[width_ + 2 * j] = -low_part(s, sh);
+        lo[width_ + 2 * j + 1] = low_part(s, sh);
+      }
     } else {
-      row[j] = static_cast<Real>(c);
-      row[width_ + j] = static_cast<Real>(s);
+      row[j] = ch;
+      row[width_ + j] = sh;
+      if (lo) {
+        lo[j] = low_part(c, ch);
+        lo[width_ + j] = low_part(s, sh);
+      }
     }
   }
 
@@ -233,13 +279,18 @@ class table {
     const std::size_t n = static_cast<std::size_t>(length_);
     dense_ = detail::aligned_array<Real>(n * stride_);
     bytes_ = n * stride_ * sizeof(Real);
+    if (has_low_parts) {
+      dense_low_ = detail::aligned_array<Real>(n * stride_);
+      bytes_ *= 2;
+    }
     const double a = freqs_.attention_factor;
     for (std::size_t p = 0; p < n; ++p) {
       Real* r = dense_.get() + p * stride_;
+      Real* lo = has_low_parts ? dense_low_.get() + p * stride_ : nullptr;
       for (std::size_t j = 0; j < pairs_; ++j) {
         double c, s;
         detail::cos_sin_of_product(static_cast<double>(p), freqs_.inv_freq[j], c, s);
-        put(r, j, a * c, a * s);
+        put(r, lo, j, a * c, a * s);
       }
     }
   }
@@ -281,8 +332,9 @@ class table {
   }
 
   // cos(a+b) = cos a cos b - sin a sin b, sin(a+b) = sin a cos b + cos a sin b, in double with
-  // explicit fma (the same bits whatever the compiler flags), rounded once to Real.
-  void form_compact_row(std::uint64_t p, Real* out) const noexcept {
+  // explicit fma (the same bits whatever the compiler flags), rounded once to Real; the low
+  // parts too when lo is not null (the same values as a dense table's).
+  void form_compact_row(std::uint64_t p, Real* out, Real* lo) const noexcept {
     const std::size_t P = pairs_;
     const std::size_t h = static_cast<std::size_t>(p >> shift_);
     const std::size_t l = static_cast<std::size_t>(p & ((std::uint64_t{1} << shift_) - 1));
@@ -290,6 +342,12 @@ class table {
     const double* cs = coarse_sin_ + h * P;
     const double* fc = fine_cos_ + l * P;
     const double* fs = fine_sin_ + l * P;
+    if (lo) {  // for 16-bit outputs: put() per pair
+      for (std::size_t j = 0; j < P; ++j)
+        put(out, lo, j, std::fma(cc[j], fc[j], -(cs[j] * fs[j])),
+            std::fma(cs[j], fc[j], cc[j] * fs[j]));
+      return;
+    }
     // One loop per layout (rather than put()'s per-pair branch) so the compiler vectorizes it:
     // this is on the decode hot path, and it runs about 3x faster (benchmarks/scaling_bench).
     if (layout_ == layout::interleaved) {
@@ -321,6 +379,7 @@ class table {
   std::size_t bytes_ = 0;
   unsigned shift_ = 0;
   std::unique_ptr<Real[], detail::aligned_free> dense_;
+  std::unique_ptr<Real[], detail::aligned_free> dense_low_;  // float tables: the low parts
   std::unique_ptr<double[], detail::aligned_free> compact_;
   const double* coarse_cos_ = nullptr;
   const double* coarse_sin_ = nullptr;
@@ -437,7 +496,8 @@ class table_cache {
                         rope::layout l, std::int64_t length, std::int64_t positions,
                         table_mode mode) {
     if (mode == table_mode::dense && length > positions) {
-      const double row_bytes = static_cast<double>(f.rotary_dim) * 2.0 * sizeof(Real) + 64.0;
+      const double row_bytes = (static_cast<double>(f.rotary_dim) * 2.0 * sizeof(Real) + 64.0) *
+                               (table<Real>::has_low_parts ? 2.0 : 1.0);
       if (row_bytes * static_cast<double>(length) > static_cast<double>(max_dense_table_bytes))
         length = positions;
     }

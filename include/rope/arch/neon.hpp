@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "rope/arch/scalar.hpp"
 #include "rope/spec.hpp"
@@ -44,6 +45,13 @@ struct vec<float> {
   static inline V fmadd(V a, V b, V c) noexcept { return vfmaq_f32(c, a, b); }
   static inline V fmsub(V a, V b, V c) noexcept { return vfmaq_f32(vnegq_f32(c), a, b); }
   static inline V swap_pairs(V a) noexcept { return vrev64q_f32(a); }
+  // r + corr where r is finite, r where it is infinite or NaN (r + 0): arch::scalar::
+  // combine_precise's last step.
+  static inline V add_if_finite(V r, V corr) noexcept {
+    const uint32x4_t finite =
+        vcltq_f32(vabsq_f32(r), vdupq_n_f32(std::numeric_limits<float>::infinity()));
+    return vaddq_f32(r, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(corr), finite)));
+  }
 };
 
 template <>
@@ -116,51 +124,68 @@ inline Real load1(const T* p) noexcept {
 
 }  // namespace detail
 
+namespace detail {
+
+// arch::scalar::combine (and combine_precise) on every lane: a*c + b*s, Minus: a*c - b*s,
+// with the row's values at index i (and their low parts when P).
+template <bool Minus, bool P, class Real>
+inline typename vec<Real>::V combine(typename vec<Real>::V a, typename vec<Real>::V b,
+                                     const rope::detail::row_ptrs<Real>& row,
+                                     std::size_t i) noexcept {
+  using V = vec<Real>;
+  const typename V::V c = V::load(row.c + i), s = V::load(row.s + i);
+  const typename V::V p = V::mul(b, s);
+  const typename V::V r = Minus ? V::fmsub(a, c, p) : V::fmadd(a, c, p);
+  if constexpr (!P) {
+    return r;
+  } else {
+    const typename V::V q = V::fmadd(b, V::load(row.s_lo + i), V::fmsub(b, s, p));
+    const typename V::V c_lo = V::load(row.c_lo + i);
+    return V::add_if_finite(r, Minus ? V::fmsub(a, c_lo, q) : V::fmadd(a, c_lo, q));
+  }
+}
+
+}  // namespace detail
+
 /// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row; in may equal out.
 /// Same contract and bits as arch::scalar::rotate_row.
 template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
-inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
+inline void rotate_row(const TIn* in, TOut* out, const rope::detail::row_ptrs<Real>& row,
                        std::size_t rotary_dim) noexcept {
   using V = detail::vec<Real>;
   using In = detail::io<Real, format_of_v<TIn>>;
   using Out = detail::io<Real, format_of_v<TOut>>;
   using store_t = storage_traits<TOut>;
+  constexpr bool P = rope::detail::precise_store<Real, TOut>();
   constexpr std::size_t N = V::N;
   const std::size_t d = Dim ? Dim : rotary_dim;
   if constexpr (L == layout::interleaved) {
     std::size_t i = 0;
     for (; i + N <= d; i += N) {
       const typename V::V x = In::load(in + i);
-      const typename V::V p = V::mul(V::swap_pairs(x), V::load(S + i));
-      const typename V::V c = V::load(C + i);
-      Out::store(out + i, Inverse ? V::fmsub(x, c, p) : V::fmadd(x, c, p));
+      Out::store(out + i, detail::combine<Inverse, P>(x, V::swap_pairs(x), row, i));
     }
     // (The tail loops are compiled only when Dim leaves one: GCC 12 otherwise warns about
     // the dead loop, -Waggressive-loop-optimizations.)
     if constexpr (Dim == 0 || Dim % N != 0)
     for (; i < d; i += 2) {
       const Real u = detail::load1<Real>(in + i), v = detail::load1<Real>(in + i + 1);
-      const Real su = Inverse ? -S[i] : S[i];
-      const Real sv = Inverse ? -S[i + 1] : S[i + 1];
-      out[i] = store_t::store(std::fma(u, C[i], v * su));
-      out[i + 1] = store_t::store(std::fma(v, C[i + 1], u * sv));
+      out[i] = store_t::store(scalar::combine_at<Inverse, P>(u, v, row, i));
+      out[i + 1] = store_t::store(scalar::combine_at<Inverse, P>(v, u, row, i + 1));
     }
   } else {
-    const std::size_t P = d / 2;
+    const std::size_t H = d / 2;
     std::size_t j = 0;
-    for (; j + N <= P; j += N) {
-      const typename V::V u = In::load(in + j), v = In::load(in + j + P);
-      const typename V::V c = V::load(C + j), s = V::load(S + j);
-      const typename V::V pv = V::mul(v, s), pu = V::mul(u, s);
-      Out::store(out + j, Inverse ? V::fmadd(u, c, pv) : V::fmsub(u, c, pv));
-      Out::store(out + j + P, Inverse ? V::fmsub(v, c, pu) : V::fmadd(v, c, pu));
+    for (; j + N <= H; j += N) {
+      const typename V::V u = In::load(in + j), v = In::load(in + j + H);
+      Out::store(out + j, detail::combine<!Inverse, P>(u, v, row, j));
+      Out::store(out + j + H, detail::combine<Inverse, P>(v, u, row, j));
     }
     if constexpr (Dim == 0 || (Dim / 2) % N != 0)
-    for (; j < P; ++j) {
-      const Real u = detail::load1<Real>(in + j), v = detail::load1<Real>(in + j + P);
-      const Real s = Inverse ? -S[j] : S[j];
-      out[j] = store_t::store(std::fma(u, C[j], -(v * s)));
-      out[j + P] = store_t::store(std::fma(v, C[j], u * s));
+    for (; j < H; ++j) {
+      const Real u = detail::load1<Real>(in + j), v = detail::load1<Real>(in + j + H);
+      out[j] = store_t::store(scalar::combine_at<!Inverse, P>(u, v, row, j));
+      out[j + H] = store_t::store(scalar::combine_at<Inverse, P>(v, u, row, j));
     }
   }
 }
@@ -171,19 +196,19 @@ inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>&
   const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
+  constexpr bool P = rope::detail::precise_store<Real, TOut>();
   constexpr std::size_t scratch_size =
-      Dim ? 2 * Dim : 2 * static_cast<std::size_t>(max_rotary_dim);
+      (P ? 4 : 2) * (Dim ? Dim : static_cast<std::size_t>(max_rotary_dim));
   alignas(64) Real scratch[scratch_size];
   for (std::size_t t = 0; t < jb.n_tokens; ++t) {
-    const Real* row = tab.row(static_cast<std::int64_t>(jb.positions[t]), scratch);
-    const Real* C = row;
-    const Real* S = row + m;
+    const rope::detail::row_ptrs<Real> row =
+        rope::detail::fetch_row<P>(tab, static_cast<std::int64_t>(jb.positions[t]), scratch, m);
     const TIn* in_t = jb.in + t * jb.in_token_stride;
     TOut* out_t = jb.out + t * jb.out_token_stride;
     for (std::size_t h = 0; h < jb.n_heads; ++h) {
       const TIn* in = in_t + h * jb.in_head_stride;
       TOut* out = out_t + h * jb.out_head_stride;
-      rotate_row<Dim, L, Inverse>(in, out, C, S, d);
+      rotate_row<Dim, L, Inverse>(in, out, row, d);
       if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
     }
   }

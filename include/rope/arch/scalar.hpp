@@ -10,8 +10,27 @@
 // the fma is rounded once, the fma rounds once: at most two roundings per output. Both
 // members of a pair are read before either is written, so exact aliasing (in place) gives the
 // same bits as out of place.
+//
+// 16-bit outputs (fp16, bf16) from float arithmetic add a correction, so that each is within
+// 1 ulp of the correctly rounded exact result even where the pair cancels (|out| << r):
+//
+//     r    = fma(a, c, +-p),  p = b*s rounded          (the float result above)
+//     corr = fma(a, c_lo, +-fma(b, s_lo, fma(b, s, -p)))
+//     out  = r + corr   (r itself when r is infinite or NaN)
+//
+// where c_lo, s_lo are the table's low parts (rope/table.hpp: c + c_lo is A cos to ~2^-48 A)
+// and fma(b, s, -p) is the product's rounding error, exactly. The float result alone is off by
+// up to ~3 * 2^-24 * r, mostly from the table entries' own rounding; that is many 16-bit ulps
+// of an output below ~2^-12 r (tests/storage_test.cpp, inputs drawn to cancel: 209 ulp fp16 ->
+// fp16, 354 float -> fp16, thousands in bf16; uniform inputs: 5 ulp fp16 -> fp16). With the
+// correction the error is at most about 2 * 2^-24 |out| + 6.4 * 2^-48 r: within half a 16-bit
+// ulp, hence at most 1 ulp after rounding, for every fp16 output (its spacing never drops
+// below 2^-24) and for every bf16 output above 2^-35 r. What remains is the double rounding
+// (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three more fmas, an add and a
+// finiteness test per output, on paths bound by their conversions.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +56,38 @@ struct job {
   bool copy_tail;  // out of place: dims [rotary_dim, head_dim) are copied
 };
 
+/// Whether a float result is rounded once more into a 16-bit type on store: then the kernels
+/// add the low-part correction (see the file comment) and use the table's low parts.
+template <class Real, class TOut>
+constexpr bool precise_store() noexcept {
+  return std::is_same<Real, float>::value &&
+         (format_of_v<TOut> == storage_format::fp16 || format_of_v<TOut> == storage_format::bf16);
+}
+
+/// One table row as the kernels read it: C and S (rope::table's row format) and, for
+/// precise_store, their low parts (null otherwise).
+template <class Real>
+struct row_ptrs {
+  const Real* c;
+  const Real* s;
+  const Real* c_lo;
+  const Real* s_lo;
+};
+
+/// The row of position p: a pointer into a dense table, or formed into scratch (2*m values,
+/// 4*m with the low parts), m = the table's row width.
+template <bool Precise, class Real>
+inline row_ptrs<Real> fetch_row(const table<Real>& tab, std::int64_t p, Real* scratch,
+                                std::size_t m) noexcept {
+  if constexpr (Precise) {
+    const auto r = tab.row_with_low_parts(p, scratch);
+    return {r.hi, r.hi + m, r.lo, r.lo + m};
+  } else {
+    const Real* row = tab.row(p, scratch);
+    return {row, row + m, nullptr, nullptr};
+  }
+}
+
 /// Copies dims [rotary_dim, head_dim) of one row: bit for bit for the same type, converted
 /// (rounded once) between storage types.
 template <class TIn, class TOut>
@@ -56,33 +107,67 @@ inline void copy_tail(const TIn* in, TOut* out, std::size_t from, std::size_t to
 namespace arch {
 namespace scalar {
 
-/// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row. C and S are the
-/// table row (rope::table's row format).
+/// a*c + b*s (Minus: a*c - b*s) by the multiply-add policy: b*s rounded, then one fma.
+template <bool Minus, class Real>
+inline Real combine(Real a, Real b, Real c, Real s) noexcept {
+  const Real p = b * s;
+  return std::fma(a, c, Minus ? -p : p);
+}
+
+/// combine plus the correction by the low parts c_lo, s_lo, for 16-bit outputs (file comment).
+template <bool Minus, class Real>
+inline Real combine_precise(Real a, Real b, Real c, Real s, Real c_lo, Real s_lo) noexcept {
+  const Real p = b * s;
+  const Real r = std::fma(a, c, Minus ? -p : p);
+  const Real q = std::fma(b, s_lo, std::fma(b, s, -p));
+  const Real corr = std::fma(a, c_lo, Minus ? -q : q);
+  return std::isfinite(r) ? r + corr : r;
+}
+
+/// Output k of the pair whose members a (this element) and b (its partner) sit at indices i
+/// of the row: combine, precise when the row carries low parts.
+template <bool Minus, bool Precise, class Real>
+inline Real combine_at(Real a, Real b, const detail::row_ptrs<Real>& row, std::size_t i) noexcept {
+  if constexpr (Precise)
+    return combine_precise<Minus>(a, b, row.c[i], row.s[i], row.c_lo[i], row.s_lo[i]);
+  else
+    return combine<Minus>(a, b, row.c[i], row.s[i]);
+}
+
+/// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row (rope::table's row
+/// format; with low parts when TOut is a 16-bit type computed in float).
 template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
-inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
+inline void rotate_row(const TIn* in, TOut* out, const detail::row_ptrs<Real>& row,
                        std::size_t rotary_dim) noexcept {
   using load_t = storage_traits<TIn>;
   using store_t = storage_traits<TOut>;
+  constexpr bool P = detail::precise_store<Real, TOut>();
   const std::size_t d = Dim ? Dim : rotary_dim;
   if constexpr (L == layout::interleaved) {
+    // S holds the pair's signs: out = x*C + swap_pairs(x)*S.
     for (std::size_t i = 0; i < d; i += 2) {
       const Real u = static_cast<Real>(load_t::load(in[i]));
       const Real v = static_cast<Real>(load_t::load(in[i + 1]));
-      const Real su = Inverse ? -S[i] : S[i];
-      const Real sv = Inverse ? -S[i + 1] : S[i + 1];
-      out[i] = store_t::store(std::fma(u, C[i], v * su));
-      out[i + 1] = store_t::store(std::fma(v, C[i + 1], u * sv));
+      out[i] = store_t::store(combine_at<Inverse, P>(u, v, row, i));
+      out[i + 1] = store_t::store(combine_at<Inverse, P>(v, u, row, i + 1));
     }
   } else {
-    const std::size_t P = d / 2;
-    for (std::size_t j = 0; j < P; ++j) {
+    const std::size_t H = d / 2;
+    for (std::size_t j = 0; j < H; ++j) {
       const Real u = static_cast<Real>(load_t::load(in[j]));
-      const Real v = static_cast<Real>(load_t::load(in[j + P]));
-      const Real s = Inverse ? -S[j] : S[j];
-      out[j] = store_t::store(std::fma(u, C[j], -(v * s)));
-      out[j + P] = store_t::store(std::fma(v, C[j], u * s));
+      const Real v = static_cast<Real>(load_t::load(in[j + H]));
+      out[j] = store_t::store(combine_at<!Inverse, P>(u, v, row, j));
+      out[j + H] = store_t::store(combine_at<Inverse, P>(v, u, row, j));
     }
   }
+}
+
+/// The same with a row of C and S only (no low parts).
+template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
+inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
+                       std::size_t rotary_dim) noexcept {
+  static_assert(!detail::precise_store<Real, TOut>(), "16-bit outputs need the low parts");
+  rotate_row<Dim, L, Inverse>(in, out, detail::row_ptrs<Real>{C, S, nullptr, nullptr}, rotary_dim);
 }
 
 /// Runs a validated job: for each token, fetch (or form) the table row once, then rotate
@@ -96,13 +181,13 @@ inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) 
   const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
+  constexpr bool P = detail::precise_store<Real, TOut>();
   constexpr std::size_t scratch_size =
-      Dim ? 2 * Dim : 2 * static_cast<std::size_t>(max_rotary_dim);
+      (P ? 4 : 2) * (Dim ? Dim : static_cast<std::size_t>(max_rotary_dim));
   alignas(64) Real scratch[scratch_size];
   for (std::size_t t = 0; t < jb.n_tokens; ++t) {
-    const Real* row = tab.row(static_cast<std::int64_t>(jb.positions[t]), scratch);
-    const Real* C = row;
-    const Real* S = row + m;
+    const detail::row_ptrs<Real> row =
+        detail::fetch_row<P>(tab, static_cast<std::int64_t>(jb.positions[t]), scratch, m);
     const TIn* in_t = jb.in + t * jb.in_token_stride;
     TOut* out_t = jb.out + t * jb.out_token_stride;
     for (std::size_t h = 0; h < jb.n_heads; ++h) {
@@ -112,11 +197,11 @@ inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) 
         // In place: pass one pointer twice so the compiler sees the zero dependence distance
         // and vectorizes without a runtime alias check.
         if (static_cast<const void*>(in) == static_cast<const void*>(out)) {
-          rotate_row<Dim, L, Inverse>(out, out, C, S, d);
+          rotate_row<Dim, L, Inverse>(out, out, row, d);
           continue;
         }
       }
-      rotate_row<Dim, L, Inverse>(in, out, C, S, d);
+      rotate_row<Dim, L, Inverse>(in, out, row, d);
       if (jb.copy_tail) detail::copy_tail(in, out, d, jb.head_dim);
     }
   }
