@@ -340,6 +340,45 @@ TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
   accuracy_suite<float, rope::bfloat16>(kBf16, "float -> bf16");
 }
 
+// Non-finite inputs stay in their pair with 16-bit outputs too (the low-part correction
+// included): the pair's outputs are not finite, every other output has the bits of a run
+// without them. Both layouts, fp16 and bf16, in place, and float in.
+template <class TIn, class T16>
+void non_finite_stays_in_pair() {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    const int D = 64;
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, l), 100);
+    std::vector<TIn> clean(D), dirty(D);
+    for (int i = 0; i < D; ++i)
+      clean[static_cast<std::size_t>(i)] = rope::storage_traits<TIn>::store(0.25f * static_cast<float>(i - 30));
+    dirty = clean;
+    const std::size_t P = D / 2;
+    const std::size_t inf_at = oracle::first(l, 3, P), nan_at = oracle::second(l, 17, P);
+    dirty[inf_at] = rope::storage_traits<TIn>::store(-std::numeric_limits<float>::infinity());
+    dirty[nan_at] = rope::storage_traits<TIn>::store(std::numeric_limits<float>::quiet_NaN());
+    std::vector<T16> a(D), b(D);
+    const std::int64_t p = 77;
+    ASSERT_EQ(rope::apply<TIn>(*tab, p, clean.data(), a.data(), D), rope::status::ok);
+    ASSERT_EQ(rope::apply<TIn>(*tab, p, dirty.data(), b.data(), D), rope::status::ok);
+    for (std::size_t j = 0; j < P; ++j) {
+      const std::size_t i0 = oracle::first(l, j, P), i1 = oracle::second(l, j, P);
+      for (std::size_t i : {i0, i1}) {
+        const float v = rope::storage_traits<T16>::load(b[i]);
+        if (j == 3 || j == 17)
+          EXPECT_FALSE(std::isfinite(v)) << rope::to_string(l) << " " << i;
+        else
+          EXPECT_EQ(bits16(a[i]), bits16(b[i])) << rope::to_string(l) << " " << i;
+      }
+    }
+  }
+}
+TEST(NonFinite16, StayInTheirPair) {
+  non_finite_stays_in_pair<rope::float16, rope::float16>();
+  non_finite_stays_in_pair<rope::bfloat16, rope::bfloat16>();
+  non_finite_stays_in_pair<float, rope::float16>();
+  non_finite_stays_in_pair<float, rope::bfloat16>();
+}
+
 // --- mixed types, partial rotary dims, adopted types --------------------------------------
 
 // Float in, 16-bit out: the copied dims [rotary_dim, head_dim) are the input rounded once; a

@@ -25,7 +25,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 #include "rope/arch/scalar.hpp"
 #include "rope/spec.hpp"
@@ -71,14 +70,7 @@ struct vec<float> {
   ROPE_AVX2_FN static V fmadd(V a, V b, V c) noexcept { return _mm256_fmadd_ps(a, b, c); }
   ROPE_AVX2_FN static V fmsub(V a, V b, V c) noexcept { return _mm256_fmsub_ps(a, b, c); }
   ROPE_AVX2_FN static V swap_pairs(V a) noexcept { return _mm256_permute_ps(a, 0xB1); }
-  // r + corr where r is finite, r where it is infinite or NaN (r + 0): arch::scalar::
-  // combine_precise's last step.
-  ROPE_AVX2_FN static V add_if_finite(V r, V corr) noexcept {
-    const V finite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), r),
-                                   _mm256_set1_ps(std::numeric_limits<float>::infinity()),
-                                   _CMP_LT_OQ);
-    return _mm256_add_ps(r, _mm256_and_ps(corr, finite));
-  }
+  ROPE_AVX2_FN static V add(V a, V b) noexcept { return _mm256_add_ps(a, b); }
 };
 
 template <>

@@ -70,12 +70,7 @@ struct vec<float> {
   ROPE_AVX512_FN static V swap_pairs(V a) noexcept {
     return _mm512_maskz_permute_ps(0xffff, a, 0xB1);
   }
-  // r + corr where r is finite, r where it is infinite or NaN (vfpclassps 0x99: QNaN, +Inf,
-  // -Inf, SNaN): arch::scalar::combine_precise's last step.
-  ROPE_AVX512_FN static V add_if_finite(V r, V corr) noexcept {
-    const M special = _mm512_fpclass_ps_mask(r, 0x99);
-    return _mm512_mask_add_ps(r, static_cast<M>(~special), r, corr);
-  }
+  ROPE_AVX512_FN static V add(V a, V b) noexcept { return _mm512_add_ps(a, b); }
 };
 
 template <>

@@ -21,7 +21,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 
 #include "rope/arch/scalar.hpp"
 #include "rope/spec.hpp"
@@ -45,13 +44,7 @@ struct vec<float> {
   static inline V fmadd(V a, V b, V c) noexcept { return vfmaq_f32(c, a, b); }
   static inline V fmsub(V a, V b, V c) noexcept { return vfmaq_f32(vnegq_f32(c), a, b); }
   static inline V swap_pairs(V a) noexcept { return vrev64q_f32(a); }
-  // r + corr where r is finite, r where it is infinite or NaN (r + 0): arch::scalar::
-  // combine_precise's last step.
-  static inline V add_if_finite(V r, V corr) noexcept {
-    const uint32x4_t finite =
-        vcltq_f32(vabsq_f32(r), vdupq_n_f32(std::numeric_limits<float>::infinity()));
-    return vaddq_f32(r, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(corr), finite)));
-  }
+  static inline V add(V a, V b) noexcept { return vaddq_f32(a, b); }
 };
 
 template <>
@@ -141,7 +134,7 @@ inline typename vec<Real>::V combine(typename vec<Real>::V a, typename vec<Real>
   } else {
     const typename V::V q = V::fmadd(b, V::load(row.s_lo + i), V::fmsub(b, s, p));
     const typename V::V c_lo = V::load(row.c_lo + i);
-    return V::add_if_finite(r, Minus ? V::fmsub(a, c_lo, q) : V::fmadd(a, c_lo, q));
+    return V::add(r, Minus ? V::fmsub(a, c_lo, q) : V::fmadd(a, c_lo, q));
   }
 }
 

@@ -16,7 +16,7 @@
 //
 //     r    = fma(a, c, +-p),  p = b*s rounded          (the float result above)
 //     corr = fma(a, c_lo, +-fma(b, s_lo, fma(b, s, -p)))
-//     out  = r + corr   (r itself when r is infinite or NaN)
+//     out  = r + corr
 //
 // where c_lo, s_lo are the table's low parts (rope/table.hpp: c + c_lo is A cos to ~2^-48 A)
 // and fma(b, s, -p) is the product's rounding error, exactly. The float result alone is off by
@@ -26,8 +26,13 @@
 // correction the error is at most about 2 * 2^-24 |out| + 6.4 * 2^-48 r: within half a 16-bit
 // ulp, hence at most 1 ulp after rounding, for every fp16 output (its spacing never drops
 // below 2^-24) and for every bf16 output above 2^-35 r. What remains is the double rounding
-// (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three more fmas, an add and a
-// finiteness test per output, on paths bound by their conversions.
+// (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three more fmas and an add per
+// output: 16-bit rotations take 1.5-2x the time of the float result rounded once
+// (benchmarks/apply_bench). Non-finite values stay in their pair: a NaN input gives NaN; an
+// infinite input gives an infinite or NaN output (the float result alone gave +-Inf), and so
+// may a pair whose products pass float's range (|x| * A > ~3.4e38: only float and bf16 inputs
+// reach it). Keeping r where it is not finite cost 10-17% of the 16-bit time. Finite results
+// past the 16-bit range are +-Inf with the right sign.
 #pragma once
 
 #include <cmath>
@@ -121,7 +126,7 @@ inline Real combine_precise(Real a, Real b, Real c, Real s, Real c_lo, Real s_lo
   const Real r = std::fma(a, c, Minus ? -p : p);
   const Real q = std::fma(b, s_lo, std::fma(b, s, -p));
   const Real corr = std::fma(a, c_lo, Minus ? -q : q);
-  return std::isfinite(r) ? r + corr : r;
+  return r + corr;
 }
 
 /// Output k of the pair whose members a (this element) and b (its partner) sit at indices i
