@@ -17,8 +17,8 @@
 #include <vector>
 
 // The KV cache's element type: fp16, as engines store it. rope::apply computes each rotated key
-// in float and rounds it once, to nearest even, as it stores it into the cache (float in, fp16
-// out, one pass); attention reads it back through rope::storage_traits<kv_t>::load. Change this
+// in float (corrected by the table's low parts, so within 1 ulp) and rounds it once, to nearest
+// even, as it stores it into the cache (float in, fp16 out, one pass); attention reads it back through rope::storage_traits<kv_t>::load. Change this
 // line to rope::bfloat16 or float to see the same equality with another cache type.
 using kv_t = rope::float16;
 

@@ -129,8 +129,8 @@ inline Real combine_precise(Real a, Real b, Real c, Real s, Real c_lo, Real s_lo
   return r + corr;
 }
 
-/// Output k of the pair whose members a (this element) and b (its partner) sit at indices i
-/// of the row: combine, precise when the row carries low parts.
+/// The output for row index i: a is the element there, b its pair partner; combine with the
+/// row's values at i, precise (low parts) for 16-bit outputs.
 template <bool Minus, bool Precise, class Real>
 inline Real combine_at(Real a, Real b, const detail::row_ptrs<Real>& row, std::size_t i) noexcept {
   if constexpr (Precise)
