@@ -119,22 +119,37 @@ inline Real load1(const T* p) noexcept {
 
 namespace detail {
 
-// arch::scalar::combine (and combine_precise) on every lane: a*c + b*s, Minus: a*c - b*s,
-// with the row's values at index i (and their low parts when P).
-template <bool Minus, bool P, class Real>
-inline typename vec<Real>::V combine(typename vec<Real>::V a, typename vec<Real>::V b,
-                                     const rope::detail::row_ptrs<Real>& row,
-                                     std::size_t i) noexcept {
+// The table values at index i of a row: C and S, and (P: 16-bit output) their low parts,
+// loaded once for both outputs of a half-split pair.
+template <class Real, bool P>
+struct coefs {
+  typename vec<Real>::V c, s;
+};
+template <class Real>
+struct coefs<Real, true> {
+  typename vec<Real>::V c, s, c_lo, s_lo;
+};
+template <bool P, class Real>
+inline coefs<Real, P> load_coefs(const rope::detail::row_ptrs<Real>& row, std::size_t i) noexcept {
   using V = vec<Real>;
-  const typename V::V c = V::load(row.c + i), s = V::load(row.s + i);
-  const typename V::V p = V::mul(b, s);
-  const typename V::V r = Minus ? V::fmsub(a, c, p) : V::fmadd(a, c, p);
+  if constexpr (P)
+    return {V::load(row.c + i), V::load(row.s + i), V::load(row.c_lo + i), V::load(row.s_lo + i)};
+  else
+    return {V::load(row.c + i), V::load(row.s + i)};
+}
+
+// arch::scalar::combine (and combine_precise) on every lane: a*c + b*s, Minus: a*c - b*s.
+template <bool Minus, class Real, bool P>
+inline typename vec<Real>::V combine(typename vec<Real>::V a, typename vec<Real>::V b,
+                                     const coefs<Real, P>& k) noexcept {
+  using V = vec<Real>;
+  const typename V::V p = V::mul(b, k.s);
+  const typename V::V r = Minus ? V::fmsub(a, k.c, p) : V::fmadd(a, k.c, p);
   if constexpr (!P) {
     return r;
   } else {
-    const typename V::V q = V::fmadd(b, V::load(row.s_lo + i), V::fmsub(b, s, p));
-    const typename V::V c_lo = V::load(row.c_lo + i);
-    return V::add(r, Minus ? V::fmsub(a, c_lo, q) : V::fmadd(a, c_lo, q));
+    const typename V::V q = V::fmadd(b, k.s_lo, V::fmsub(b, k.s, p));
+    return V::add(r, Minus ? V::fmsub(a, k.c_lo, q) : V::fmadd(a, k.c_lo, q));
   }
 }
 
@@ -156,7 +171,8 @@ inline void rotate_row(const TIn* in, TOut* out, const rope::detail::row_ptrs<Re
     std::size_t i = 0;
     for (; i + N <= d; i += N) {
       const typename V::V x = In::load(in + i);
-      Out::store(out + i, detail::combine<Inverse, P>(x, V::swap_pairs(x), row, i));
+      Out::store(out + i,
+                 detail::combine<Inverse>(x, V::swap_pairs(x), detail::load_coefs<P>(row, i)));
     }
     // (The tail loops are compiled only when Dim leaves one: GCC 12 otherwise warns about
     // the dead loop, -Waggressive-loop-optimizations.)
@@ -171,8 +187,9 @@ inline void rotate_row(const TIn* in, TOut* out, const rope::detail::row_ptrs<Re
     std::size_t j = 0;
     for (; j + N <= H; j += N) {
       const typename V::V u = In::load(in + j), v = In::load(in + j + H);
-      Out::store(out + j, detail::combine<!Inverse, P>(u, v, row, j));
-      Out::store(out + j + H, detail::combine<Inverse, P>(v, u, row, j));
+      const detail::coefs<Real, P> k = detail::load_coefs<P>(row, j);
+      Out::store(out + j, detail::combine<!Inverse>(u, v, k));
+      Out::store(out + j + H, detail::combine<Inverse>(v, u, k));
     }
     if constexpr (Dim == 0 || (Dim / 2) % N != 0)
     for (; j < H; ++j) {
