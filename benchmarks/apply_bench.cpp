@@ -5,8 +5,8 @@
 //  - BM_Copy<float, D>: memcpy of the rows to another buffer (the bound for out of place).
 // After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
 // (medians when run with repetitions): float in place per layout (compile-time path), each ISA
-// path forced at run time, fp16/bf16 in place, float out of place, and the cost of runtime
-// dispatch at decode.
+// path forced at run time, fp16/bf16 in place, float out of place, the 16-bit ones again with
+// rope::rounding::fast, and the cost of runtime dispatch at decode.
 //
 //   apply_bench [--benchmark_repetitions=3 --benchmark_report_aggregates_only=true]
 //               [--benchmark_out=bench.json --benchmark_out_format=json]
@@ -46,6 +46,9 @@ enum group : int {
   g_isa = 10,        // + rope::isa value: float in place, runtime dispatch forced to that path
   g_decode_static = 20,   // decode (T = 1): compile-time dispatch
   g_decode_runtime = 21,  // decode: runtime dispatch (cached choice, then a switch)
+  g_fp16_fast = 30,       // fp16 in place, rope::rounding::fast (no low-part correction)
+  g_bf16_fast = 31,       // bf16 in place, rounding::fast
+  g_out_fp16_fast = 32,   // float in, fp16 out, rounding::fast
 };
 
 // Positions: decode at 4000, prefill 0..T-1.
@@ -104,13 +107,14 @@ std::shared_ptr<const rope::table<float>> bench_table() {
 
 // In place, compile-time dispatch (what rope::apply does in this -march=native binary).
 template <class T, int D, rope::layout L>
-void BM_Apply(benchmark::State& state, int tokens, int grp) {
+void BM_Apply(benchmark::State& state, int tokens, int grp,
+              rope::rounding rnd = rope::rounding::accurate) {
   auto tab = bench_table<D, L>();
   buffer<T> x = input<T>(elems(D, tokens));
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = rope::apply<T, D>(*tab, view, pos.data());
+    const rope::status st = rope::apply<T, D>(*tab, view, pos.data(), rope::direction::forward, rnd);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -127,8 +131,8 @@ rope::status apply_via(const rope::table<float>& tab, rope::heads_view<const T> 
   if (rope::status st = rope::detail::check_positions(pos, in.n_tokens, tab.length()); st != rope::status::ok)
     return st;
   const auto jb = rope::detail::make_job(in, out, pos);
-  if constexpr (Runtime) rope::detail::run_dispatched<D>(tab, jb, rope::direction::forward);
-  else rope::detail::run_static<D>(tab, jb, rope::direction::forward);
+  if constexpr (Runtime) rope::detail::run_dispatched<D>(tab, jb, rope::direction::forward, rope::rounding::accurate);
+  else rope::detail::run_static<D>(tab, jb, rope::direction::forward, rope::rounding::accurate);
   return rope::status::ok;
 }
 
@@ -155,7 +159,8 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
 
 // Out of place: float in, TOut out (float, or fp16 straight into a cache).
 template <class TOut, int D, rope::layout L>
-void BM_ApplyOut(benchmark::State& state, int tokens, int grp) {
+void BM_ApplyOut(benchmark::State& state, int tokens, int grp,
+                 rope::rounding rnd = rope::rounding::accurate) {
   auto tab = bench_table<D, L>();
   const buffer<float> x = input<float>(elems(D, tokens));
   buffer<TOut> y(x.size());
@@ -163,7 +168,7 @@ void BM_ApplyOut(benchmark::State& state, int tokens, int grp) {
   const auto in = rope::packed_heads<const float>(x.data(), tokens, kHeads, D);
   const auto out = rope::packed_heads(y.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = rope::apply<float, D>(*tab, in, out, pos.data());
+    const rope::status st = rope::apply<float, D>(*tab, in, out, pos.data(), rope::direction::forward, rnd);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -244,6 +249,13 @@ void register_layout(int T) {
       [T](benchmark::State& s) { BM_ApplyOut<float, D, L>(s, T, g_out); });
   add("BM_ApplyOut<float->fp16, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16); });
+  constexpr rope::rounding fast = rope::rounding::fast;
+  add("BM_Apply<fp16 fast, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<rope::float16, D, L>(s, T, g_fp16_fast, fast); });
+  add("BM_Apply<bf16 fast, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<rope::bfloat16, D, L>(s, T, g_bf16_fast, fast); });
+  add("BM_ApplyOut<float->fp16 fast, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16_fast, fast); });
   if (T == 1) {
     as_decode_pair(add("BM_Decode<float, " + d + ", " + l + ", compile_time>" + suffix,
                        [](benchmark::State& s) { BM_Decode<D, L, false>(s); }));
@@ -338,6 +350,12 @@ int main(int argc, char** argv) {
   print_ratio_table(rep, "float, out of place (baseline: memcpy of the rows)", g_out, g_copy, "copy GB/s");
   print_ratio_table(rep, "float in, fp16 out (GB/s over bytes read + written; baseline: float memcpy)",
                     g_out_fp16, g_copy, "copy GB/s");
+  print_ratio_table(rep, "fp16 storage, in place, rounding::fast (float result rounded once; baseline: stream)",
+                    g_fp16_fast, g_stream16, "stream GB/s");
+  print_ratio_table(rep, "bf16 storage, in place, rounding::fast (baseline: stream)", g_bf16_fast, g_stream16,
+                    "stream GB/s");
+  print_ratio_table(rep, "float in, fp16 out, rounding::fast (baseline: float memcpy)", g_out_fp16_fast, g_copy,
+                    "copy GB/s");
 
   std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time vs runtime dispatch (%s), fastest "
               "of 40 repetitions each\n", kHeads, rope::to_string(rope::compiled_isa()));

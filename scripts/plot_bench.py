@@ -28,6 +28,8 @@ SERIES = [
     ((4, 2), "fp16 half_split", 1),
     ((5, 1), "bf16 interleaved", 1),
     ((5, 2), "bf16 half_split", 1),
+    ((30, 1), "fp16 interleaved, rounding::fast", 1),
+    ((30, 2), "fp16 half_split, rounding::fast", 1),
     ((6, 1), "float out of place interleaved", 2),
     ((6, 2), "float out of place half_split", 2),
 ]

@@ -76,7 +76,7 @@ struct shape {
 // rows bitwise, and every byte outside the rows unchanged (canaries, padding).
 template <class K, std::size_t Dim, class TIn, class TOut>
 void check_case(const rope::table<rope::compute_type_t<TIn>>& tab, const shape& s, bool in_place,
-                rope::direction dir, std::uint64_t seed) {
+                rope::direction dir, rope::rounding rnd, std::uint64_t seed) {
   const std::ptrdiff_t hs = s.head_dim + s.head_pad;
   const std::ptrdiff_t ts = s.heads * hs + 1;
   const std::size_t n = static_cast<std::size_t>(s.tokens * ts);
@@ -106,13 +106,14 @@ void check_case(const rope::table<rope::compute_type_t<TIn>>& tab, const shape& 
         static_cast<std::size_t>(ts), static_cast<std::size_t>(hs), static_cast<std::size_t>(ts),
         static_cast<std::size_t>(hs), static_cast<std::size_t>(s.head_dim), pos.data(), !in_place};
   };
-  rope::detail::run_with<rope::detail::scalar_kernels, Dim>(tab, job_for(in_a, out_a), dir);
-  rope::detail::run_with<K, Dim>(tab, job_for(in_b, out_b), dir);
+  rope::detail::run_with<rope::detail::scalar_kernels, Dim>(tab, job_for(in_a, out_a), dir, rnd);
+  rope::detail::run_with<K, Dim>(tab, job_for(in_b, out_b), dir, rnd);
 
   const std::string what = std::string(rope::to_string(K::id)) + " D=" + std::to_string(s.head_dim) +
                            " d=" + std::to_string(s.rotary_dim) + " " + rope::to_string(tab.layout()) +
                            (in_place ? " in place" : " out of place") +
                            (dir == rope::direction::inverse ? " inverse" : " forward") +
+                           (rnd == rope::rounding::fast ? " fast" : "") +
                            " offsets " + std::to_string(s.in_offset) + "/" + std::to_string(s.out_offset) +
                            (tab.mode() == rope::table_mode::compact ? " compact" : " dense") +
                            " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) +
@@ -153,16 +154,21 @@ struct tables {
   }
 };
 
+// Both roundings where they differ (a float result stored as fp16 or bf16: rope::rounding).
 template <class K, std::size_t Dim, class TIn, class TOut>
 void check_all_modes(const tables& tabs, const shape& s, std::uint64_t seed) {
   using Real = rope::compute_type_t<TIn>;
+  constexpr bool two_roundings = rope::detail::precise_store<Real, TOut>();
   for (bool compact : {false, true}) {
     const rope::table<Real>& tab = tabs.get<Real>(compact);
-    for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
-      check_case<K, Dim, TIn, TOut>(tab, s, false, dir, seed);
-      if constexpr (std::is_same<TIn, TOut>::value) check_case<K, Dim, TIn, TOut>(tab, s, true, dir, seed + 1);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+    for (rope::direction dir : {rope::direction::forward, rope::direction::inverse})
+      for (rope::rounding rnd : {rope::rounding::accurate, rope::rounding::fast}) {
+        if (rnd == rope::rounding::fast && !two_roundings) continue;
+        check_case<K, Dim, TIn, TOut>(tab, s, false, dir, rnd, seed);
+        if constexpr (std::is_same<TIn, TOut>::value)
+          check_case<K, Dim, TIn, TOut>(tab, s, true, dir, rnd, seed + 1);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
   }
 }
 
@@ -393,7 +399,8 @@ void check_nan_stores() {
   std::vector<T16> y(D);
   const std::int32_t pos[1] = {3};
   auto jb = rope::detail::job<float, T16, std::int32_t>{x.data(), y.data(), 1, 1, D, D, D, D, D, pos, true};
-  rope::detail::run_with<K, rope::dynamic>(*tab, jb, rope::direction::forward);
+  rope::detail::run_with<K, rope::dynamic>(*tab, jb, rope::direction::forward,
+                                           rope::rounding::accurate);
   for (std::size_t j = 0; j < 4; ++j)
     for (std::size_t k : {j, j + D / 2}) {
       const float v = rope::storage_traits<T16>::load(y[k]);

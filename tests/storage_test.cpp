@@ -237,7 +237,8 @@ enum class draw { uniform, cancel };
 // Rotates packed [T, H, D] data with rope (T16 storage for the output; TIn for the input) and
 // compares every output element with the oracle's exact result rounded once to T16.
 template <class TIn, class T16>
-void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw how, tally& tl) {
+void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw how, tally& tl,
+                   rope::rounding rnd = rope::rounding::accurate) {
   const int T = 64, H = 2;
   const rope::spec sp = rope::make_spec(D, D, 1e4, l);
   auto tab = rope::get_table<float>(sp, 1 << 16);
@@ -270,7 +271,8 @@ void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw 
         }
   std::vector<T16> out(n);
   ASSERT_EQ(rope::apply<TIn>(*tab, rope::packed_heads<const TIn>(in.data(), T, H, D),
-                             rope::packed_heads(out.data(), T, H, D), pos.data()),
+                             rope::packed_heads(out.data(), T, H, D), pos.data(),
+                             rope::direction::forward, rnd),
             rope::status::ok);
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < H; ++h) {
@@ -295,6 +297,20 @@ void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw 
         // The pattern of want: round trip through the library's exact conversion.
         const std::uint16_t want_bits = bits16(rope::storage_traits<T16>::store(static_cast<float>(want)));
         const int ulps = ulp_distance(got, want_bits);
+        if (rnd == rope::rounding::fast) {
+          // The float result is within 4 * 2^-24 r of the exact one (rope/arch/scalar.hpp:
+          // table entries to 2^-24, two roundings); rounded once, it is off by that plus at most
+          // one 16-bit ulp of itself.
+          const std::uint16_t next = static_cast<std::uint16_t>((got & 0x7fff) + 1);
+          const double ulp = static_cast<double>(rope::storage_traits<T16>::load(from16<T16>(next))) -
+                             std::fabs(got_v);
+          const double err = std::fabs(got_v - static_cast<double>(ref[k]));
+          if (err > ulp + 0x1p-22 * r)
+            ADD_FAILURE() << "fast: error " << err << " > ulp " << ulp << " + 2^-22 r at D=" << D
+                          << " k=" << k << ", r=" << r;
+          tl.max_ulp = std::max(tl.max_ulp, ulps);
+          continue;
+        }
         if (ulps > tl.max_ulp && ulps > 1)
           ADD_FAILURE() << ulps << " ulp at D=" << D << " " << rope::to_string(l) << " t=" << t
                         << " k=" << k << ": got " << got_v << " want " << want << " exact "
@@ -338,6 +354,111 @@ TEST(Accuracy16, Bf16InBf16OutWithinOneUlp) {
 }
 TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
   accuracy_suite<float, rope::bfloat16>(kBf16, "float -> bf16");
+}
+
+// rounding::fast: the float result rounded once. Every output is within one 16-bit ulp plus
+// 2^-22 of its pair's norm of the exact result, and on uniform inputs >= 99.9% are correctly
+// rounded; where pairs cancel it is many ulps off (printed: what rounding::accurate is for).
+template <class TIn, class T16>
+void fast_suite(const format16& f, const char* what) {
+  for (draw how : {draw::uniform, draw::cancel}) {
+    tally tl;
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+      for (int D : {64, 80, 128})
+        for (double scale : {1.0, 300.0})
+          accuracy_case<TIn, T16>(f, l, D, scale, how, tl, rope::rounding::fast);
+    const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
+    std::printf("%s, rounding::fast, %s inputs: %.5f%% correctly rounded, max %d ulp off; %ld of "
+                "%ld outputs below 2^-12 r correctly rounded\n",
+                what, how == draw::cancel ? "cancelling" : "uniform", 100 * frac, tl.max_ulp,
+                tl.cancelled_exact, tl.cancelled);
+    if (how == draw::uniform) {
+      EXPECT_GE(frac, 0.999) << what;
+    }
+  }
+}
+
+TEST(Rounding16, FastFp16InFp16OutWithinItsBound) {
+  fast_suite<rope::float16, rope::float16>(kHalf, "fp16 -> fp16");
+}
+TEST(Rounding16, FastFloatInFp16OutWithinItsBound) {
+  fast_suite<float, rope::float16>(kHalf, "float -> fp16");
+}
+TEST(Rounding16, FastBf16InBf16OutWithinItsBound) {
+  fast_suite<rope::bfloat16, rope::bfloat16>(kBf16, "bf16 -> bf16");
+}
+TEST(Rounding16, FastFloatInBf16OutWithinItsBound) {
+  fast_suite<float, rope::bfloat16>(kBf16, "float -> bf16");
+}
+
+// rounding::fast gives the bits of the float result rounded once: the same call with float
+// output (a 16-bit input widens exactly), rounded by the exact scalar conversion. Every
+// storage pair with a 16-bit output, both layouts, in and out of place, dynamic and
+// compile-time Dim, a table formed per row (compact) and a dense one.
+template <class TIn, class T16, std::size_t Dim>
+void fast_is_float_rounded_once() {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
+      const int T = 4, H = 3, D = 128;
+      const rope::spec sp = rope::make_spec(D, D, 5e5, l);
+      const auto tab = rope::table<float>::build(rope::default_frequencies(sp), l, 1 << 12, mode);
+      std::mt19937 gen(11);
+      std::uniform_real_distribution<float> dist(-8, 8);
+      const std::size_t n = static_cast<std::size_t>(T * H * D);
+      std::vector<TIn> x(n);
+      for (auto& e : x) e = rope::storage_traits<TIn>::store(dist(gen));
+      const std::int32_t pos[T] = {0, 4095, 1234, 7};
+      const auto in = rope::packed_heads<const TIn>(x.data(), T, H, D);
+      std::vector<float> yf(n);
+      std::vector<T16> y16(n);
+      ASSERT_EQ((rope::apply<TIn, Dim>(*tab, in, rope::packed_heads(yf.data(), T, H, D), pos)),
+                rope::status::ok);
+      ASSERT_EQ((rope::apply<TIn, Dim>(*tab, in, rope::packed_heads(y16.data(), T, H, D), pos,
+                                       rope::direction::forward, rope::rounding::fast)),
+                rope::status::ok);
+      const char* what = rope::to_string(l);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits16(y16[i]), bits16(rope::storage_traits<T16>::store(yf[i]))) << what << " " << i;
+      }
+      if constexpr (std::is_same<TIn, T16>::value) {
+        std::vector<T16> z = x;  // in place
+        ASSERT_EQ((rope::apply<T16, Dim>(*tab, rope::packed_heads(z.data(), T, H, D), pos,
+                                         rope::direction::forward, rope::rounding::fast)),
+                  rope::status::ok);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(bits16(z[i]), bits16(y16[i])) << what << " in place " << i;
+        }
+      }
+    }
+}
+
+TEST(Rounding16, FastIsTheFloatResultRoundedOnce) {
+  fast_is_float_rounded_once<float, rope::float16, rope::dynamic>();
+  fast_is_float_rounded_once<float, rope::float16, 128>();
+  fast_is_float_rounded_once<float, rope::bfloat16, rope::dynamic>();
+  fast_is_float_rounded_once<float, rope::bfloat16, 128>();
+  fast_is_float_rounded_once<rope::float16, rope::float16, rope::dynamic>();
+  fast_is_float_rounded_once<rope::float16, rope::float16, 128>();
+  fast_is_float_rounded_once<rope::bfloat16, rope::bfloat16, rope::dynamic>();
+  fast_is_float_rounded_once<rope::bfloat16, rope::bfloat16, 128>();
+  fast_is_float_rounded_once<rope::bfloat16, rope::float16, 128>();
+}
+
+// Float outputs have one rounding: rounding::fast changes nothing there.
+TEST(Rounding16, FastLeavesFloatOutputsAlone) {
+  auto tab = rope::get_table<float>(rope::make_spec(64, 64, 1e4, rope::layout::half_split), 100);
+  std::vector<float> x(64 * 6), a, b;
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (auto& e : x) e = dist(gen);
+  a = b = x;
+  const std::int32_t pos[3] = {1, 50, 99};
+  ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads(a.data(), 3, 2, 64), pos), rope::status::ok);
+  ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads(b.data(), 3, 2, 64), pos,
+                               rope::direction::forward, rope::rounding::fast),
+            rope::status::ok);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(a.data(), x.data(), a.size() * sizeof(float)));
 }
 
 // Non-finite inputs stay in their pair with 16-bit outputs too (the low-part correction

@@ -220,33 +220,37 @@ job<TIn, TOut, Pos> make_job(const heads_view<const TIn>& in, const heads_view<T
 // The kernels of one path, as a type (no lambdas: GCC would not give them the target).
 struct scalar_kernels {
   static constexpr isa id = isa::scalar;
-  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  template <std::size_t Dim, layout L, bool Inv, bool Correct, class Real, class TIn, class TOut,
+            class Pos>
   static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
-    arch::scalar::run<Dim, L, Inv>(tab, jb);
+    arch::scalar::run<Dim, L, Inv, Correct>(tab, jb);
   }
 };
 #if ROPE_X86
 struct avx2_kernels {
   static constexpr isa id = isa::avx2;
-  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  template <std::size_t Dim, layout L, bool Inv, bool Correct, class Real, class TIn, class TOut,
+            class Pos>
   static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
-    arch::avx2::run<Dim, L, Inv>(tab, jb);
+    arch::avx2::run<Dim, L, Inv, Correct>(tab, jb);
   }
 };
 struct avx512_kernels {
   static constexpr isa id = isa::avx512;
-  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  template <std::size_t Dim, layout L, bool Inv, bool Correct, class Real, class TIn, class TOut,
+            class Pos>
   static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
-    arch::avx512::run<Dim, L, Inv>(tab, jb);
+    arch::avx512::run<Dim, L, Inv, Correct>(tab, jb);
   }
 };
 #endif
 #if ROPE_NEON
 struct neon_kernels {
   static constexpr isa id = isa::neon;
-  template <std::size_t Dim, layout L, bool Inv, class Real, class TIn, class TOut, class Pos>
+  template <std::size_t Dim, layout L, bool Inv, bool Correct, class Real, class TIn, class TOut,
+            class Pos>
   static void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb) noexcept {
-    arch::neon::run<Dim, L, Inv>(tab, jb);
+    arch::neon::run<Dim, L, Inv, Correct>(tab, jb);
   }
 };
 #endif
@@ -272,33 +276,50 @@ constexpr bool vector_types() noexcept {
 }
 
 /// Runs a validated job on kernels K with the layout and direction turned into template
-/// arguments.
+/// arguments (Correct: the 16-bit correction, rounding::accurate).
+template <class K, std::size_t Dim, bool Correct, class Real, class TIn, class TOut, class Pos>
+void run_layout(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+  const bool inv = dir == direction::inverse;
+  if (tab.layout() == layout::interleaved) {
+    if (inv) K::template run<Dim, layout::interleaved, true, Correct>(tab, jb);
+    else K::template run<Dim, layout::interleaved, false, Correct>(tab, jb);
+  } else {
+    if (inv) K::template run<Dim, layout::half_split, true, Correct>(tab, jb);
+    else K::template run<Dim, layout::half_split, false, Correct>(tab, jb);
+  }
+}
+
+/// run_layout with the rounding turned into a template argument where it matters (a float
+/// result stored as fp16 or bf16); other outputs have one kernel.
 template <class K, std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run_with(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+void run_with(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+              rounding rnd) noexcept {
 #if defined(ROPE_TEST_COUNT_DISPATCH)
   isa_calls[static_cast<int>(K::id)].fetch_add(1, std::memory_order_relaxed);
 #endif
-  const bool inv = dir == direction::inverse;
-  if (tab.layout() == layout::interleaved) {
-    if (inv) K::template run<Dim, layout::interleaved, true>(tab, jb);
-    else K::template run<Dim, layout::interleaved, false>(tab, jb);
+  if constexpr (precise_store<Real, TOut>()) {
+    if (rnd == rounding::fast) {
+      run_layout<K, Dim, false>(tab, jb, dir);
+      return;
+    }
   } else {
-    if (inv) K::template run<Dim, layout::half_split, true>(tab, jb);
-    else K::template run<Dim, layout::half_split, false>(tab, jb);
+    static_cast<void>(rnd);
   }
+  run_layout<K, Dim, true>(tab, jb, dir);
 }
 
 /// Compile-time dispatch: the best path the compiler's flags allow, inlined.
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run_static(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+void run_static(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+                rounding rnd) noexcept {
   if constexpr (!vector_types<Real, TIn, TOut>() || compiled_isa() == isa::scalar) {
-    run_with<scalar_kernels, Dim>(tab, jb, dir);
+    run_with<scalar_kernels, Dim>(tab, jb, dir, rnd);
   } else {
 #if ROPE_X86
-    if constexpr (compiled_isa() == isa::avx512) run_with<avx512_kernels, Dim>(tab, jb, dir);
-    else run_with<avx2_kernels, Dim>(tab, jb, dir);
+    if constexpr (compiled_isa() == isa::avx512) run_with<avx512_kernels, Dim>(tab, jb, dir, rnd);
+    else run_with<avx2_kernels, Dim>(tab, jb, dir, rnd);
 #elif ROPE_NEON
-    run_with<neon_kernels, Dim>(tab, jb, dir);
+    run_with<neon_kernels, Dim>(tab, jb, dir, rnd);
 #endif
   }
 }
@@ -307,12 +328,13 @@ void run_static(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction
 /// indirect call into that path's kernels, which are instantiated whole (not inlined into a
 /// switch next to the other paths', where their registers would be allocated together).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
-                    direction dir) noexcept {
+void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+                    rounding rnd) noexcept {
   if constexpr (!vector_types<Real, TIn, TOut>()) {
-    run_with<scalar_kernels, Dim>(tab, jb, dir);
+    run_with<scalar_kernels, Dim>(tab, jb, dir, rnd);
   } else {
-    using kernel_fn = void (*)(const table<Real>&, const job<TIn, TOut, Pos>&, direction) noexcept;
+    using kernel_fn =
+        void (*)(const table<Real>&, const job<TIn, TOut, Pos>&, direction, rounding) noexcept;
     kernel_fn f = &run_with<scalar_kernels, Dim, Real, TIn, TOut, Pos>;
     switch (dispatched_isa()) {
 #if ROPE_X86
@@ -324,17 +346,18 @@ void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
 #endif
       default: break;
     }
-    f(tab, jb, dir);
+    f(tab, jb, dir, rnd);
   }
 }
 
 /// Runs a validated job on the active path (compile-time or runtime dispatch, rope/isa.hpp).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) noexcept {
+void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+         rounding rnd) noexcept {
 #if defined(ROPE_RUNTIME_DISPATCH)
-  run_dispatched<Dim>(tab, jb, dir);
+  run_dispatched<Dim>(tab, jb, dir, rnd);
 #else
-  run_static<Dim>(tab, jb, dir);
+  run_static<Dim>(tab, jb, dir, rnd);
 #endif
 }
 
@@ -344,25 +367,28 @@ void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir) n
 /// positions[t]. T is the storage type; the table type is compute_type_t<T> (float for float).
 /// TOut may differ from T when both compute in the same type (e.g. float in, rope::float16 or
 /// rope::bfloat16 out, straight into a KV cache); the result is computed in compute_type_t<T>
-/// and rounded once on store (16-bit outputs with the low-part correction, rope/arch/scalar.hpp).
+/// and rounded once on store (16-bit outputs with the low-part correction, rope/arch/scalar.hpp,
+/// unless rnd is rounding::fast: see rope::rounding).
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<const T> in,
                            heads_view<TOut> out, const Pos* positions,
-                           direction dir = direction::forward) noexcept {
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
   if (status st = detail::check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
   if (detail::empty(in)) return status::ok;
   if (status st = detail::check_positions(positions, in.n_tokens, tab.length()); st != status::ok)
     return st;
-  detail::run<Dim>(tab, detail::make_job(in, out, positions), dir);
+  detail::run<Dim>(tab, detail::make_job(in, out, positions), dir, rnd);
   return status::ok;
 }
 
 /// In place: rotates the rows of x, token t at positions[t].
 template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<T> x,
-                           const Pos* positions, direction dir = direction::forward) noexcept {
-  return apply<T, Dim>(tab, heads_view<const T>(x), x, positions, dir);
+                           const Pos* positions, direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
+  return apply<T, Dim>(tab, heads_view<const T>(x), x, positions, dir, rnd);
 }
 
 /// Queries and keys out of place (or in place per tensor when out is in). Every output must be
@@ -371,7 +397,8 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, heads_view<const T> q_in,
                               heads_view<TOut> q_out, heads_view<const T> k_in,
                               heads_view<TOut> k_out, const Pos* positions,
-                              direction dir = direction::forward) noexcept {
+                              direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
   const std::ptrdiff_t d = tab.rotary_dim();
   if (status st = detail::check_pair(q_in, q_out, d); st != status::ok) return st;
@@ -386,8 +413,10 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
   if (n == 0) return status::ok;
   if (status st = detail::check_positions(positions, n, tab.length()); st != status::ok)
     return st;
-  if (!detail::empty(q_in)) detail::run<Dim>(tab, detail::make_job(q_in, q_out, positions), dir);
-  if (!detail::empty(k_in)) detail::run<Dim>(tab, detail::make_job(k_in, k_out, positions), dir);
+  if (!detail::empty(q_in))
+    detail::run<Dim>(tab, detail::make_job(q_in, q_out, positions), dir, rnd);
+  if (!detail::empty(k_in))
+    detail::run<Dim>(tab, detail::make_job(k_in, k_out, positions), dir, rnd);
   return status::ok;
 }
 
@@ -397,17 +426,19 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, heads_view<T> q,
                               heads_view<T> k, const Pos* positions,
-                              direction dir = direction::forward) noexcept {
+                              direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   return apply_qk<T, Dim>(tab, heads_view<const T>(q), q, heads_view<const T>(k), k, positions,
-                          dir);
+                          dir, rnd);
 }
 
 /// One head vector at one position, in place: rotates x[0, rotary_dim).
 template <class T, std::size_t Dim = dynamic>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, std::int64_t position, T* x,
-                           direction dir = direction::forward) noexcept {
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   const std::ptrdiff_t d = tab.rotary_dim();
-  return apply<T, Dim>(tab, heads_view<T>{x, 1, 1, d, d, d}, &position, dir);
+  return apply<T, Dim>(tab, heads_view<T>{x, 1, 1, d, d, d}, &position, dir, rnd);
 }
 
 /// One head vector at one position, out of place: out[0, rotary_dim) rotated, out[rotary_dim,
@@ -415,9 +446,11 @@ template <class T, std::size_t Dim = dynamic>
 template <class T, std::size_t Dim = dynamic, class TOut>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, std::int64_t position,
                            const T* in, TOut* out, std::ptrdiff_t head_dim,
-                           direction dir = direction::forward) noexcept {
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   return apply<T, Dim>(tab, heads_view<const T>{in, 1, 1, head_dim, head_dim, head_dim},
-                       heads_view<TOut>{out, 1, 1, head_dim, head_dim, head_dim}, &position, dir);
+                       heads_view<TOut>{out, 1, 1, head_dim, head_dim, head_dim}, &position, dir,
+                       rnd);
 }
 
 }  // namespace rope

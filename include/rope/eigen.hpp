@@ -120,14 +120,15 @@ inline constexpr std::size_t fixed_columns =
 /// Rotates in -> out (two Eigen expressions of the same shape, rows = tokens, n_heads heads
 /// of cols/n_heads elements per row), row t at positions[t]. out may be in itself (in place)
 /// and must not otherwise overlap it. out's scalar may differ from in's (e.g. float in,
-/// 16-bit out into a KV cache) when rope::apply supports that pair.
+/// 16-bit out into a KV cache) when rope::apply supports that pair; rnd as for rope::apply.
 /// Returns status::bad_dimension when cols is not a multiple of n_heads or the shapes differ,
 /// status::bad_stride when an inner stride is not 1.
 template <std::size_t Dim = from_columns, class In, class Out, class Pos,
           class = std::enable_if_t<detail::is_dense_v<In> && detail::is_dense_v<Out>>>
 [[nodiscard]] status apply(const table<compute_type_t<typename detail::plain_t<In>::Scalar>>& tab,
                            const In& in, Out&& out, std::ptrdiff_t n_heads, const Pos* positions,
-                           direction dir = direction::forward) noexcept {
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   detail::check_expression<In, false>();
   detail::check_expression<Out, true>();
   using T = std::remove_const_t<detail::element_t<const In>>;
@@ -136,8 +137,8 @@ template <std::size_t Dim = from_columns, class In, class Out, class Pos,
   if (status st = detail::view_of(in, n_heads, vin); st != status::ok) return st;
   if (status st = detail::view_of(out.derived(), n_heads, vout); st != status::ok) return st;
   if (detail::use_fixed_columns<Dim, In>(tab.rotary_dim(), n_heads))
-    return rope::apply<T, detail::fixed_columns<In>>(tab, vin, vout, positions, dir);
-  return rope::apply<T, detail::explicit_dim<Dim>>(tab, vin, vout, positions, dir);
+    return rope::apply<T, detail::fixed_columns<In>>(tab, vin, vout, positions, dir, rnd);
+  return rope::apply<T, detail::explicit_dim<Dim>>(tab, vin, vout, positions, dir, rnd);
 }
 
 /// Out of place, one head per row (tokens x head_dim).
@@ -145,8 +146,9 @@ template <std::size_t Dim = from_columns, class In, class Out, class Pos,
           class = std::enable_if_t<detail::is_dense_v<In> && detail::is_dense_v<Out>>>
 [[nodiscard]] status apply(const table<compute_type_t<typename detail::plain_t<In>::Scalar>>& tab,
                            const In& in, Out&& out, const Pos* positions,
-                           direction dir = direction::forward) noexcept {
-  return eigen::apply<Dim>(tab, in, std::forward<Out>(out), std::ptrdiff_t{1}, positions, dir);
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
+  return eigen::apply<Dim>(tab, in, std::forward<Out>(out), std::ptrdiff_t{1}, positions, dir, rnd);
 }
 
 /// In place: rotates the n_heads heads of each row of x (tokens x (n_heads * head_dim)), row t
@@ -155,14 +157,15 @@ template <std::size_t Dim = from_columns, class X, class Pos,
           class = std::enable_if_t<detail::is_dense_v<X>>>
 [[nodiscard]] status apply(const table<compute_type_t<typename detail::plain_t<X>::Scalar>>& tab,
                            X&& x, std::ptrdiff_t n_heads, const Pos* positions,
-                           direction dir = direction::forward) noexcept {
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
   detail::check_expression<X, true>();
   using T = detail::element_t<X>;
   heads_view<T> v;
   if (status st = detail::view_of(x.derived(), n_heads, v); st != status::ok) return st;
   if (detail::use_fixed_columns<Dim, X>(tab.rotary_dim(), n_heads))
-    return rope::apply<T, detail::fixed_columns<X>>(tab, v, positions, dir);
-  return rope::apply<T, detail::explicit_dim<Dim>>(tab, v, positions, dir);
+    return rope::apply<T, detail::fixed_columns<X>>(tab, v, positions, dir, rnd);
+  return rope::apply<T, detail::explicit_dim<Dim>>(tab, v, positions, dir, rnd);
 }
 
 /// In place, one head per row (tokens x head_dim).
@@ -170,8 +173,9 @@ template <std::size_t Dim = from_columns, class X, class Pos,
           class = std::enable_if_t<detail::is_dense_v<X>>>
 [[nodiscard]] status apply(const table<compute_type_t<typename detail::plain_t<X>::Scalar>>& tab,
                            X&& x, const Pos* positions,
-                           direction dir = direction::forward) noexcept {
-  return eigen::apply<Dim>(tab, std::forward<X>(x), std::ptrdiff_t{1}, positions, dir);
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
+  return eigen::apply<Dim>(tab, std::forward<X>(x), std::ptrdiff_t{1}, positions, dir, rnd);
 }
 
 /// Queries and keys of one batch in place (grouped-query attention: q has n_q_heads heads per
@@ -181,7 +185,8 @@ template <std::size_t Dim = dynamic, class Q, class K, class Pos,
           class = std::enable_if_t<detail::is_dense_v<Q> && detail::is_dense_v<K>>>
 [[nodiscard]] status apply_qk(const table<compute_type_t<typename detail::plain_t<Q>::Scalar>>& tab,
                               Q&& q, std::ptrdiff_t n_q_heads, K&& k, std::ptrdiff_t n_kv_heads,
-                              const Pos* positions, direction dir = direction::forward) noexcept {
+                              const Pos* positions, direction dir = direction::forward,
+                              rounding rnd = rounding::accurate) noexcept {
   detail::check_expression<Q, true>();
   detail::check_expression<K, true>();
   static_assert(std::is_same<detail::element_t<Q>, detail::element_t<K>>::value,
@@ -190,7 +195,7 @@ template <std::size_t Dim = dynamic, class Q, class K, class Pos,
   heads_view<T> vq, vk;
   if (status st = detail::view_of(q.derived(), n_q_heads, vq); st != status::ok) return st;
   if (status st = detail::view_of(k.derived(), n_kv_heads, vk); st != status::ok) return st;
-  return rope::apply_qk<T, Dim>(tab, vq, vk, positions, dir);
+  return rope::apply_qk<T, Dim>(tab, vq, vk, positions, dir, rnd);
 }
 
 }  // namespace eigen

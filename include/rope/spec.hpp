@@ -36,6 +36,17 @@ enum class layout : unsigned char {
 /// Forward rotation by +phi, or the inverse (transpose) rotation by -phi.
 enum class direction : unsigned char { forward = 0, inverse = 1 };
 
+/// How a float result is stored into fp16 or bf16 (other outputs ignore it).
+///  - accurate (default): with the table's low parts (rope/arch/scalar.hpp, "16-bit outputs"):
+///    every output within 1 ulp of the exact result correctly rounded, and about 99.99% of
+///    them correctly rounded, also where a pair cancels (|out| << its pair's norm).
+///  - fast: the float result rounded once, to nearest even. About 1.3-1.8x faster in place
+///    (benchmarks/apply_bench), and as accurate on outputs near their pair's norm, but an
+///    output that cancels to 2^-k of the norm is off by up to ~2^(k-11) fp16 ulps (2^(k-14)
+///    bf16): hundreds of ulps where a pair nearly cancels.
+/// Any other value is taken as accurate.
+enum class rounding : unsigned char { accurate = 0, fast = 1 };
+
 /// Largest rotary dimension the library accepts. The hot path keeps one table row on the stack
 /// for compact tables, so the bound is what makes that row's size known.
 inline constexpr int max_rotary_dim = 1024;

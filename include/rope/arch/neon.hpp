@@ -157,14 +157,14 @@ inline typename vec<Real>::V combine(typename vec<Real>::V a, typename vec<Real>
 
 /// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row; in may equal out.
 /// Same contract and bits as arch::scalar::rotate_row.
-template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
+template <std::size_t Dim, layout L, bool Inverse, bool Correct, class TIn, class TOut, class Real>
 inline void rotate_row(const TIn* in, TOut* out, const rope::detail::row_ptrs<Real>& row,
                        std::size_t rotary_dim) noexcept {
   using V = detail::vec<Real>;
   using In = detail::io<Real, format_of_v<TIn>>;
   using Out = detail::io<Real, format_of_v<TOut>>;
   using store_t = storage_traits<TOut>;
-  constexpr bool P = rope::detail::precise_store<Real, TOut>();
+  constexpr bool P = rope::detail::precise_store<Real, TOut>() && Correct;
   constexpr std::size_t N = V::N;
   const std::size_t d = Dim ? Dim : rotary_dim;
   if constexpr (L == layout::interleaved) {
@@ -201,12 +201,13 @@ inline void rotate_row(const TIn* in, TOut* out, const rope::detail::row_ptrs<Re
 }
 
 /// Runs a validated job (same loop as arch::scalar::run).
-template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
+template <std::size_t Dim, layout L, bool Inverse, bool Correct, class Real, class TIn, class TOut,
+          class Pos>
 inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>& job) noexcept {
   const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
-  constexpr bool P = rope::detail::precise_store<Real, TOut>();
+  constexpr bool P = rope::detail::precise_store<Real, TOut>() && Correct;
   constexpr std::size_t scratch_size =
       (P ? 4 : 2) * (Dim ? Dim : static_cast<std::size_t>(max_rotary_dim));
   alignas(64) Real scratch[scratch_size];
@@ -218,7 +219,7 @@ inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>&
     for (std::size_t h = 0; h < jb.n_heads; ++h) {
       const TIn* in = in_t + h * jb.in_head_stride;
       TOut* out = out_t + h * jb.out_head_stride;
-      rotate_row<Dim, L, Inverse>(in, out, row, d);
+      rotate_row<Dim, L, Inverse, Correct>(in, out, row, d);
       if (jb.copy_tail) rope::detail::copy_tail(in, out, d, jb.head_dim);
     }
   }

@@ -32,7 +32,9 @@
 // infinite input gives an infinite or NaN output (the float result alone gave +-Inf), and so
 // may a pair whose products pass float's range (|x| * A > ~3.4e38: only float and bf16 inputs
 // reach it). Keeping r where it is not finite cost 10-17% of the 16-bit time. Finite results
-// past the 16-bit range are +-Inf with the right sign.
+// past the 16-bit range are +-Inf with the right sign. rope::rounding::fast drops the
+// correction (template argument Correct = false): the float result rounded once, as fast as
+// before it, and as far off where a pair cancels.
 #pragma once
 
 #include <cmath>
@@ -140,13 +142,15 @@ inline Real combine_at(Real a, Real b, const detail::row_ptrs<Real>& row, std::s
 }
 
 /// Rotates the first d = (Dim ? Dim : rotary_dim) coordinates of one row (rope::table's row
-/// format; with low parts when TOut is a 16-bit type computed in float).
-template <std::size_t Dim, layout L, bool Inverse, class TIn, class TOut, class Real>
+/// format; with low parts when TOut is a 16-bit type computed in float and Correct, i.e.
+/// rounding::accurate).
+template <std::size_t Dim, layout L, bool Inverse, bool Correct = true, class TIn, class TOut,
+          class Real>
 inline void rotate_row(const TIn* in, TOut* out, const detail::row_ptrs<Real>& row,
                        std::size_t rotary_dim) noexcept {
   using load_t = storage_traits<TIn>;
   using store_t = storage_traits<TOut>;
-  constexpr bool P = detail::precise_store<Real, TOut>();
+  constexpr bool P = detail::precise_store<Real, TOut>() && Correct;
   const std::size_t d = Dim ? Dim : rotary_dim;
   if constexpr (L == layout::interleaved) {
     // S holds the pair's signs: out = x*C + swap_pairs(x)*S.
@@ -181,12 +185,13 @@ inline void rotate_row(const TIn* in, TOut* out, const Real* C, const Real* S,
 /// it, as far as the compiler knows), and a reload whose address shares its low 12 bits with
 /// a just-stored row element waits on the store (4K aliasing): D = 128 half-split decode took
 /// 1.5x as long for rows at some page offsets as at others.
-template <std::size_t Dim, layout L, bool Inverse, class Real, class TIn, class TOut, class Pos>
+template <std::size_t Dim, layout L, bool Inverse, bool Correct, class Real, class TIn, class TOut,
+          class Pos>
 inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) noexcept {
   const auto jb = job;  // a local copy: see arch::scalar::run
   const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
   const std::size_t m = L == layout::interleaved ? d : d / 2;
-  constexpr bool P = detail::precise_store<Real, TOut>();
+  constexpr bool P = detail::precise_store<Real, TOut>() && Correct;
   constexpr std::size_t scratch_size =
       (P ? 4 : 2) * (Dim ? Dim : static_cast<std::size_t>(max_rotary_dim));
   alignas(64) Real scratch[scratch_size];
@@ -202,11 +207,11 @@ inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) 
         // In place: pass one pointer twice so the compiler sees the zero dependence distance
         // and vectorizes without a runtime alias check.
         if (static_cast<const void*>(in) == static_cast<const void*>(out)) {
-          rotate_row<Dim, L, Inverse>(out, out, row, d);
+          rotate_row<Dim, L, Inverse, Correct>(out, out, row, d);
           continue;
         }
       }
-      rotate_row<Dim, L, Inverse>(in, out, row, d);
+      rotate_row<Dim, L, Inverse, Correct>(in, out, row, d);
       if (jb.copy_tail) detail::copy_tail(in, out, d, jb.head_dim);
     }
   }
