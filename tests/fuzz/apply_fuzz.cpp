@@ -4,8 +4,8 @@
 // not), a base (valid or not), a table (length and mode), an entry point (apply out of place,
 // apply in place, apply_qk, the single-vector forms), q and k head counts, strides (packed,
 // padded, head-major, or raw values including zero, negative and overlapping), an element
-// offset, positions (int32 or int64: negative, huge, near 2^24, 2^31 and 2^32), a direction
-// and payload bytes (which give NaN, Inf and denormals).
+// offset, positions (int32 or int64: negative, huge, near 2^24, 2^31 and 2^32), a direction and
+// 16-bit rounding (rope::rounding), and payload bytes (which give NaN, Inf and denormals).
 //
 // Buffers are allocated with exactly the elements the views span (ASan flags any access past
 // them), and the gaps between rows are filled too, so a write anywhere it should not be is
@@ -409,8 +409,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
 
   const std::uint8_t entry =
       in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
-  const bool inverse = in.u8() % 4 == 0;
+  const std::uint8_t dir_byte = in.u8();
+  const bool inverse = dir_byte % 4 == 0;
   const rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
+  // The 16-bit rounding (fp16/bf16 storage only; the reference below uses the same).
+  const rope::rounding rnd = (dir_byte & 0x10) ? rope::rounding::fast : rope::rounding::accurate;
   const bool pos32 = in.u8() % 2 == 0;
 
   auto count = [&](std::uint8_t max) -> std::ptrdiff_t {
@@ -466,8 +469,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     std::memcpy(z.get(), x.get(), static_cast<std::size_t>(D) * sizeof(T));
     std::memset(static_cast<void*>(y.get()), 0xA5, static_cast<std::size_t>(D) * sizeof(T));
     const std::int64_t p = pos64[0];
-    const rope::status st_out = rope::apply<T>(*tab, p, x.get(), y.get(), D, dir);
-    const rope::status st_in = rope::apply<T>(*tab, p, z.get(), dir);
+    const rope::status st_out = rope::apply<T>(*tab, p, x.get(), y.get(), D, dir, rnd);
+    const rope::status st_in = rope::apply<T>(*tab, p, z.get(), dir, rnd);
     const bool ok = p >= 0 && p < length;
     FUZZ_CHECK((st_out == rope::status::ok) == ok, p, length);
     FUZZ_CHECK(st_in == st_out, static_cast<int>(st_in), static_cast<int>(st_out));
@@ -529,12 +532,12 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     const auto vqo = view_of<T>(qo, gqo), vko = view_of<T>(ko, gko);
     if (qk) {
       return pos32 ? rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
-                                       static_cast<const std::int32_t*>(posp), dir)
+                                       static_cast<const std::int32_t*>(posp), dir, rnd)
                    : rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
-                                       static_cast<const std::int64_t*>(posp), dir);
+                                       static_cast<const std::int64_t*>(posp), dir, rnd);
     }
-    return pos32 ? rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int32_t*>(posp), dir)
-                 : rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int64_t*>(posp), dir);
+    return pos32 ? rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int32_t*>(posp), dir, rnd)
+                 : rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int64_t*>(posp), dir, rnd);
   };
 
   T* q_data = null_data ? nullptr : q.data;
@@ -582,8 +585,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     std::memcpy(static_cast<void*>(ref.get()), src_before.data(), src_before.size());
     T* ref_data = ref.get() + (src_data - src_mem);
     const rope::status s2 = pos32
-                                ? rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos32v.data(), dir)
-                                : rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos64.data(), dir);
+                                ? rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos32v.data(), dir, rnd)
+                                : rope::apply<T>(*tab, view_of<T>(ref_data, gi), pos64.data(), dir, rnd);
     FUZZ_CHECK(s2 == rope::status::ok, static_cast<int>(s2));
     std::vector<unsigned char> row_mark;
     cover(out_mem, out_size, out_data, go, row_mark);
