@@ -358,13 +358,14 @@ TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
 
 // rounding::fast: the float result rounded once. Every output is within one 16-bit ulp plus
 // 2^-22 of its pair's norm of the exact result, and on uniform inputs >= 99.9% are correctly
-// rounded; where pairs cancel it is many ulps off (printed: what rounding::accurate is for).
+// rounded; where pairs cancel it is many ulps off (printed: what rounding::accurate is for), and
+// that is asserted too, so that a fast call which ran the accurate kernel fails here.
 template <class TIn, class T16>
 void fast_suite(const format16& f, const char* what) {
   for (draw how : {draw::uniform, draw::cancel}) {
     tally tl;
     for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-      for (int D : {64, 80, 128})
+      for (int D : {64, 80, 96, 128, 256})
         for (double scale : {1.0, 300.0})
           accuracy_case<TIn, T16>(f, l, D, scale, how, tl, rope::rounding::fast);
     const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
@@ -374,6 +375,8 @@ void fast_suite(const format16& f, const char* what) {
                 tl.cancelled_exact, tl.cancelled);
     if (how == draw::uniform) {
       EXPECT_GE(frac, 0.999) << what;
+    } else {
+      EXPECT_GT(tl.max_ulp, 8) << what << ": no output cancelled past the correction's reach?";
     }
   }
 }
@@ -456,10 +459,11 @@ TEST(Rounding16, FastLeavesFloatOutputsAlone) {
 }
 
 // Non-finite inputs stay in their pair with 16-bit outputs too (the low-part correction
-// included): the pair's outputs are not finite, every other output has the bits of a run
-// without them. Both layouts, fp16 and bf16, in place, and float in.
+// included, and rounding::fast): the pair's outputs are not finite, every other output has the
+// bits of a run without them. Both layouts, fp16 and bf16, in place, and float in.
 template <class TIn, class T16>
 void non_finite_stays_in_pair() {
+  for (rope::rounding rnd : {rope::rounding::accurate, rope::rounding::fast})
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
     const int D = 64;
     auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, l), 100);
@@ -473,8 +477,9 @@ void non_finite_stays_in_pair() {
     dirty[nan_at] = rope::storage_traits<TIn>::store(std::numeric_limits<float>::quiet_NaN());
     std::vector<T16> a(D), b(D);
     const std::int64_t p = 77;
-    ASSERT_EQ(rope::apply<TIn>(*tab, p, clean.data(), a.data(), D), rope::status::ok);
-    ASSERT_EQ(rope::apply<TIn>(*tab, p, dirty.data(), b.data(), D), rope::status::ok);
+    const auto fwd = rope::direction::forward;
+    ASSERT_EQ(rope::apply<TIn>(*tab, p, clean.data(), a.data(), D, fwd, rnd), rope::status::ok);
+    ASSERT_EQ(rope::apply<TIn>(*tab, p, dirty.data(), b.data(), D, fwd, rnd), rope::status::ok);
     for (std::size_t j = 0; j < P; ++j) {
       const std::size_t i0 = oracle::first(l, j, P), i1 = oracle::second(l, j, P);
       for (std::size_t i : {i0, i1}) {

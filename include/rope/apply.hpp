@@ -398,7 +398,7 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
                               heads_view<TOut> q_out, heads_view<const T> k_in,
                               heads_view<TOut> k_out, const Pos* positions,
                               direction dir = direction::forward,
-                           rounding rnd = rounding::accurate) noexcept {
+                              rounding rnd = rounding::accurate) noexcept {
   if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
   const std::ptrdiff_t d = tab.rotary_dim();
   if (status st = detail::check_pair(q_in, q_out, d); st != status::ok) return st;
@@ -427,7 +427,7 @@ template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, heads_view<T> q,
                               heads_view<T> k, const Pos* positions,
                               direction dir = direction::forward,
-                           rounding rnd = rounding::accurate) noexcept {
+                              rounding rnd = rounding::accurate) noexcept {
   return apply_qk<T, Dim>(tab, heads_view<const T>(q), q, heads_view<const T>(k), k, positions,
                           dir, rnd);
 }

@@ -40,10 +40,11 @@ enum class direction : unsigned char { forward = 0, inverse = 1 };
 ///  - accurate (default): with the table's low parts (rope/arch/scalar.hpp, "16-bit outputs"):
 ///    every output within 1 ulp of the exact result correctly rounded, and about 99.99% of
 ///    them correctly rounded, also where a pair cancels (|out| << its pair's norm).
-///  - fast: the float result rounded once, to nearest even. About 1.3-1.8x faster in place
-///    (benchmarks/apply_bench), and as accurate on outputs near their pair's norm, but an
-///    output that cancels to 2^-k of the norm is off by up to ~2^(k-11) fp16 ulps (2^(k-14)
-///    bf16): hundreds of ulps where a pair nearly cancels.
+///  - fast: the float result rounded once, to nearest even. 1.3-1.8x faster in place, up to 2x
+///    float -> fp16 at decode (benchmarks/apply_bench). Nearly as accurate on uniform inputs
+///    (tests/storage_test.cpp: 99.98% of fp16 outputs correctly rounded, at most 5 ulp off),
+///    but an output that cancels to 2^-k of its pair's norm is off by up to ~2^(k-11) fp16 ulps
+///    (2^(k-14) bf16): hundreds of ulps where a pair nearly cancels.
 /// Any other value is taken as accurate.
 enum class rounding : unsigned char { accurate = 0, fast = 1 };
 
