@@ -366,14 +366,19 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
       const ld x0 = in[i0], x1 = in[i1];
       if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
       const ld r = std::hypot(x0, x1);
-      if (r > std::numeric_limits<R>::max() / 16) continue;  // products may overflow: IEEE says inf
+      // Products may overflow (IEEE says inf): the inputs' and the table's, whose entries carry
+      // the attention factor (a fuzzed scaling can make it 1e304: a float table of infinities).
+      const ld a = tab.attention_factor();
+      if (r > std::numeric_limits<R>::max() / 16 || std::fabs(a) * r > std::numeric_limits<R>::max() / 16 ||
+          std::fabs(a) > std::numeric_limits<R>::max() / 16)
+        continue;
       const ld phi =
           (inverse ? -1.0L : 1.0L) * static_cast<ld>(p) * static_cast<ld>(tab.inv_freq()[j]);
       // The reference angle is a long double product, off by up to |phi| * 2^-64: past 2^32 rad
       // (only absurd scaled frequencies get there; positions stay below 2^32 and real w_j <= 1)
       // that exceeds what the bound can tell apart, so such pairs are not checked here.
       if (std::fabs(phi) > 0x1p32L) continue;
-      const ld a = tab.attention_factor(), c = a * std::cos(phi), s = a * std::sin(phi);
+      const ld c = a * std::cos(phi), s = a * std::sin(phi);
       const ld theta = std::fabs(phi);
       // float: 3u r; double: (3 + |theta|) u r (rope/apply.hpp); plus the absolute error of
       // products that land among the denormals.
