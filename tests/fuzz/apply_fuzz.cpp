@@ -382,8 +382,11 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
       const ld theta = std::fabs(phi);
       // float: 3u r; double: (3 + |theta|) u r (rope/apply.hpp); plus the absolute error of
       // products that land among the denormals.
-      const ld bound = (std::is_same<R, float>::value ? 3 : 3 + theta) * u * r * a +
-                       4 * static_cast<ld>(std::numeric_limits<R>::denorm_min());
+      // And a factor so small that the table's entries are subnormal (fuzzed: 2.7e-312) leaves
+      // each entry off by up to half a subnormal step, times |x0| + |x1| <= 2 r.
+      const ld dmin = static_cast<ld>(std::numeric_limits<R>::denorm_min());
+      const ld bound = (std::is_same<R, float>::value ? 3 : 3 + theta) * u * r * a + 4 * dmin +
+                       2 * r * dmin;
       const ld e0 = std::fabs(static_cast<ld>(out[i0]) - (c * x0 - s * x1));
       const ld e1 = std::fabs(static_cast<ld>(out[i1]) - (s * x0 + c * x1));
       if (!(e0 <= bound && e1 <= bound))
