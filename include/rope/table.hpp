@@ -215,7 +215,7 @@ class table {
   /// The row of position p (requires 0 <= p < length(); not checked here: rope::apply checks
   /// positions before it calls this). Dense tables return a pointer into the table; compact
   /// tables form the row into `scratch` (2*row_width() values) and return it.
-  const Real* row(std::int64_t p, Real* scratch) const noexcept {
+  ROPE_ALWAYS_INLINE const Real* row(std::int64_t p, Real* scratch) const noexcept {
     if (mode_ == table_mode::dense) return dense_.get() + static_cast<std::size_t>(p) * stride_;
     form_compact_row(static_cast<std::uint64_t>(p), scratch, nullptr);
     return scratch;
@@ -233,7 +233,7 @@ class table {
 
   /// The row of position p with its low parts (float tables; same requirement on p as row()).
   /// Compact tables form both into `scratch` (4*row_width() values: hi, then lo).
-  split_row row_with_low_parts(std::int64_t p, Real* scratch) const noexcept {
+  ROPE_ALWAYS_INLINE split_row row_with_low_parts(std::int64_t p, Real* scratch) const noexcept {
     static_assert(has_low_parts, "only float tables keep low parts");
     if (mode_ == table_mode::dense) {
       const std::size_t at = static_cast<std::size_t>(p) * stride_;

@@ -84,7 +84,7 @@ struct row_ptrs {
 /// The row of position p: a pointer into a dense table, or formed into scratch (2*m values,
 /// 4*m with the low parts), m = the table's row width.
 template <bool Precise, class Real>
-inline row_ptrs<Real> fetch_row(const table<Real>& tab, std::int64_t p, Real* scratch,
+ROPE_ALWAYS_INLINE row_ptrs<Real> fetch_row(const table<Real>& tab, std::int64_t p, Real* scratch,
                                 std::size_t m) noexcept {
   if constexpr (Precise) {
     const auto r = tab.row_with_low_parts(p, scratch);
