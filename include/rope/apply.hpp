@@ -73,7 +73,7 @@ constexpr heads_view<T> packed_heads(T* data, std::ptrdiff_t n_tokens, std::ptrd
 namespace detail {
 
 template <class T>
-bool empty(const heads_view<T>& v) noexcept {
+ROPE_ALWAYS_INLINE bool empty(const heads_view<T>& v) noexcept {
   return v.n_tokens == 0 || v.n_heads == 0;
 }
 
@@ -99,7 +99,7 @@ std::ptrdiff_t extent(const heads_view<T>& v) noexcept {
 
 /// Checks one view against the table's rotary dim; does not look at other views.
 template <class T>
-status check_view(const heads_view<T>& v, std::ptrdiff_t rotary_dim) noexcept {
+ROPE_ALWAYS_INLINE status check_view(const heads_view<T>& v, std::ptrdiff_t rotary_dim) noexcept {
   if (v.n_tokens < 0 || v.n_heads < 0 || v.head_dim < 0) return status::bad_dimension;
   if (empty(v)) return status::ok;
   if (v.data == nullptr) return status::null_pointer;
@@ -153,7 +153,7 @@ bool rows_disjoint(const heads_view<A>& a, const heads_view<B>& b) noexcept {
 }
 
 template <class A, class B>
-bool same_rows(const heads_view<A>& a, const heads_view<B>& b) noexcept {
+ROPE_ALWAYS_INLINE bool same_rows(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   return std::is_same<std::remove_const_t<A>, std::remove_const_t<B>>::value &&
          static_cast<const void*>(a.data) == static_cast<const void*>(b.data) &&
          a.n_tokens == b.n_tokens && a.n_heads == b.n_heads && a.head_dim == b.head_dim &&
@@ -162,9 +162,10 @@ bool same_rows(const heads_view<A>& a, const heads_view<B>& b) noexcept {
 }
 
 /// in -> out: both views valid, same shape, and either the same rows (in place) or disjoint.
+/// (TIn may be const or not: the in-place overloads pass their one view as both.)
 template <class TIn, class TOut>
-status check_pair(const heads_view<const TIn>& in, const heads_view<TOut>& out,
-                  std::ptrdiff_t rotary_dim) noexcept {
+ROPE_ALWAYS_INLINE status check_pair(const heads_view<TIn>& in, const heads_view<TOut>& out,
+                                     std::ptrdiff_t rotary_dim) noexcept {
   if (status st = check_view(in, rotary_dim); st != status::ok) return st;
   if (std::is_same<std::remove_const_t<TIn>, std::remove_const_t<TOut>>::value &&
       static_cast<const void*>(in.data) == static_cast<const void*>(out.data) &&
@@ -179,7 +180,7 @@ status check_pair(const heads_view<const TIn>& in, const heads_view<TOut>& out,
 }
 
 template <class Pos>
-status check_positions(const Pos* positions, std::ptrdiff_t n, std::int64_t length) noexcept {
+ROPE_ALWAYS_INLINE status check_positions(const Pos* positions, std::ptrdiff_t n, std::int64_t length) noexcept {
   static_assert(std::is_integral<Pos>::value && std::is_signed<Pos>::value,
                 "positions are signed integers (int32_t or int64_t)");
   if (n == 0) return status::ok;
@@ -205,7 +206,7 @@ constexpr std::size_t z(std::ptrdiff_t v) noexcept { return static_cast<std::siz
 // field by field; GCC's SLP vectorizer would otherwise copy two adjacent fields with one
 // 16-byte load, which cannot be forwarded from two 8-byte stores still in flight and waits
 // for them to retire (on Zen 4, 5.7% of a 32-head D = 80 decode call went there).
-inline std::size_t scalar_field(std::ptrdiff_t v) noexcept {
+ROPE_ALWAYS_INLINE std::size_t scalar_field(std::ptrdiff_t v) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
   __asm__("" : "+r"(v));
 #endif
@@ -213,8 +214,8 @@ inline std::size_t scalar_field(std::ptrdiff_t v) noexcept {
 }
 
 template <class TIn, class TOut, class Pos>
-job<TIn, TOut, Pos> make_job(const heads_view<const TIn>& in, const heads_view<TOut>& out,
-                             const Pos* positions) noexcept {
+ROPE_ALWAYS_INLINE job<std::remove_const_t<TIn>, TOut, Pos> make_job(
+    const heads_view<TIn>& in, const heads_view<TOut>& out, const Pos* positions) noexcept {
   return {in.data,
           out.data,
           scalar_field(in.n_tokens),
@@ -372,6 +373,44 @@ void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
 #endif
 }
 
+// The bodies of the public overloads, over views taken by reference. The overloads (by value,
+// the documented signatures) call these, never one another: forwarding a view by value copies
+// it as a block (GCC: 32-byte moves) right after its fields were stored one by one, and such a
+// load cannot be store-forwarded; it waits for the stores to retire (measured: 10 ns of a
+// 27 ns one-head call). TIn may be const or not (in place passes one view as in and out).
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+status apply_views(const table<Real>& tab, const heads_view<TIn>& in, const heads_view<TOut>& out,
+                   const Pos* positions, direction dir, rounding rnd) noexcept {
+  if (status st = check_table<Dim>(tab); st != status::ok) return st;
+  if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
+  if (empty(in)) return status::ok;
+  if (status st = check_positions(positions, in.n_tokens, tab.length()); st != status::ok)
+    return st;
+  run<Dim>(tab, make_job(in, out, positions), dir, rnd);
+  return status::ok;
+}
+
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+status apply_qk_views(const table<Real>& tab, const heads_view<TIn>& q_in,
+                      const heads_view<TOut>& q_out, const heads_view<TIn>& k_in,
+                      const heads_view<TOut>& k_out, const Pos* positions, direction dir,
+                      rounding rnd) noexcept {
+  if (status st = check_table<Dim>(tab); st != status::ok) return st;
+  const std::ptrdiff_t d = tab.rotary_dim();
+  if (status st = check_pair(q_in, q_out, d); st != status::ok) return st;
+  if (status st = check_pair(k_in, k_out, d); st != status::ok) return st;
+  if (!empty(q_in) && !empty(k_in) && q_in.n_tokens != k_in.n_tokens)
+    return status::bad_dimension;
+  if (!rows_disjoint(q_out, k_out) || !rows_disjoint(q_out, k_in) || !rows_disjoint(k_out, q_in))
+    return status::overlapping_buffers;
+  const std::ptrdiff_t n = empty(q_in) ? (empty(k_in) ? 0 : k_in.n_tokens) : q_in.n_tokens;
+  if (n == 0) return status::ok;
+  if (status st = check_positions(positions, n, tab.length()); st != status::ok) return st;
+  if (!empty(q_in)) run<Dim>(tab, make_job(q_in, q_out, positions), dir, rnd);
+  if (!empty(k_in)) run<Dim>(tab, make_job(k_in, k_out, positions), dir, rnd);
+  return status::ok;
+}
+
 }  // namespace detail
 
 /// Rotates in -> out (out-of-place; or in place when out is the same rows as in), token t at
@@ -385,13 +424,7 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
                            heads_view<TOut> out, const Pos* positions,
                            direction dir = direction::forward,
                            rounding rnd = rounding::accurate) noexcept {
-  if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
-  if (status st = detail::check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
-  if (detail::empty(in)) return status::ok;
-  if (status st = detail::check_positions(positions, in.n_tokens, tab.length()); st != status::ok)
-    return st;
-  detail::run<Dim>(tab, detail::make_job(in, out, positions), dir, rnd);
-  return status::ok;
+  return detail::apply_views<Dim>(tab, in, out, positions, dir, rnd);
 }
 
 /// In place: rotates the rows of x, token t at positions[t].
@@ -399,7 +432,7 @@ template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, heads_view<T> x,
                            const Pos* positions, direction dir = direction::forward,
                            rounding rnd = rounding::accurate) noexcept {
-  return apply<T, Dim>(tab, heads_view<const T>(x), x, positions, dir, rnd);
+  return detail::apply_views<Dim>(tab, x, x, positions, dir, rnd);
 }
 
 /// Queries and keys out of place (or in place per tensor when out is in). Every output must be
@@ -410,25 +443,7 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
                               heads_view<TOut> k_out, const Pos* positions,
                               direction dir = direction::forward,
                               rounding rnd = rounding::accurate) noexcept {
-  if (status st = detail::check_table<Dim>(tab); st != status::ok) return st;
-  const std::ptrdiff_t d = tab.rotary_dim();
-  if (status st = detail::check_pair(q_in, q_out, d); st != status::ok) return st;
-  if (status st = detail::check_pair(k_in, k_out, d); st != status::ok) return st;
-  if (!detail::empty(q_in) && !detail::empty(k_in) && q_in.n_tokens != k_in.n_tokens)
-    return status::bad_dimension;
-  if (!detail::rows_disjoint(q_out, k_out) || !detail::rows_disjoint(q_out, k_in) ||
-      !detail::rows_disjoint(k_out, q_in))
-    return status::overlapping_buffers;
-  const std::ptrdiff_t n = detail::empty(q_in) ? (detail::empty(k_in) ? 0 : k_in.n_tokens)
-                                               : q_in.n_tokens;
-  if (n == 0) return status::ok;
-  if (status st = detail::check_positions(positions, n, tab.length()); st != status::ok)
-    return st;
-  if (!detail::empty(q_in))
-    detail::run<Dim>(tab, detail::make_job(q_in, q_out, positions), dir, rnd);
-  if (!detail::empty(k_in))
-    detail::run<Dim>(tab, detail::make_job(k_in, k_out, positions), dir, rnd);
-  return status::ok;
+  return detail::apply_qk_views<Dim>(tab, q_in, q_out, k_in, k_out, positions, dir, rnd);
 }
 
 /// Queries and keys of one batch in one call (grouped-query attention: their own head counts
@@ -439,8 +454,7 @@ template <class T, std::size_t Dim = dynamic, class Pos>
                               heads_view<T> k, const Pos* positions,
                               direction dir = direction::forward,
                               rounding rnd = rounding::accurate) noexcept {
-  return apply_qk<T, Dim>(tab, heads_view<const T>(q), q, heads_view<const T>(k), k, positions,
-                          dir, rnd);
+  return detail::apply_qk_views<Dim>(tab, q, q, k, k, positions, dir, rnd);
 }
 
 /// One head vector at one position, in place: rotates x[0, rotary_dim).
@@ -449,7 +463,8 @@ template <class T, std::size_t Dim = dynamic>
                            direction dir = direction::forward,
                            rounding rnd = rounding::accurate) noexcept {
   const std::ptrdiff_t d = tab.rotary_dim();
-  return apply<T, Dim>(tab, heads_view<T>{x, 1, 1, d, d, d}, &position, dir, rnd);
+  const heads_view<T> v{x, 1, 1, d, d, d};
+  return detail::apply_views<Dim>(tab, v, v, &position, dir, rnd);
 }
 
 /// One head vector at one position, out of place: out[0, rotary_dim) rotated, out[rotary_dim,
@@ -459,9 +474,9 @@ template <class T, std::size_t Dim = dynamic, class TOut>
                            const T* in, TOut* out, std::ptrdiff_t head_dim,
                            direction dir = direction::forward,
                            rounding rnd = rounding::accurate) noexcept {
-  return apply<T, Dim>(tab, heads_view<const T>{in, 1, 1, head_dim, head_dim, head_dim},
-                       heads_view<TOut>{out, 1, 1, head_dim, head_dim, head_dim}, &position, dir,
-                       rnd);
+  const heads_view<const T> vin{in, 1, 1, head_dim, head_dim, head_dim};
+  const heads_view<TOut> vout{out, 1, 1, head_dim, head_dim, head_dim};
+  return detail::apply_views<Dim>(tab, vin, vout, &position, dir, rnd);
 }
 
 }  // namespace rope
