@@ -334,7 +334,7 @@ class table {
   // cos(a+b) = cos a cos b - sin a sin b, sin(a+b) = sin a cos b + cos a sin b, in double with
   // explicit fma (the same bits whatever the compiler flags), rounded once to Real; the low
   // parts too when lo is not null (the same values as a dense table's).
-  void form_compact_row(std::uint64_t p, Real* out, Real* lo) const noexcept {
+  ROPE_NOINLINE void form_compact_row(std::uint64_t p, Real* out, Real* lo) const noexcept {
     const std::size_t P = pairs_;
     const std::size_t h = static_cast<std::size_t>(p >> shift_);
     const std::size_t l = static_cast<std::size_t>(p & ((std::uint64_t{1} << shift_) - 1));
