@@ -6,7 +6,9 @@
 // After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
 // (medians when run with repetitions): float in place per layout (compile-time path), each ISA
 // path forced at run time, fp16/bf16 in place, float out of place, the 16-bit ones again with
-// rope::rounding::fast, and the cost of runtime dispatch at decode.
+// rope::rounding::fast, and the cost of runtime dispatch at decode: rope::apply compiled here
+// (-march=native, compile-time dispatch) against rope::apply compiled for baseline x86-64 with
+// runtime dispatch (baseline_dispatch.cpp, linked into this binary).
 //
 //   apply_bench [--benchmark_repetitions=3 --benchmark_report_aggregates_only=true]
 //               [--benchmark_out=bench.json --benchmark_out_format=json]
@@ -26,6 +28,8 @@
 
 #include <rope/rope.hpp>
 
+#include "baseline_dispatch.hpp"
+
 namespace {
 
 constexpr int kHeads = 32;
@@ -44,8 +48,8 @@ enum group : int {
   g_out = 6,         // float out of place
   g_out_fp16 = 7,    // float in, fp16 out (a KV-cache write)
   g_isa = 10,        // + rope::isa value: float in place, runtime dispatch forced to that path
-  g_decode_static = 20,   // decode (T = 1): compile-time dispatch
-  g_decode_runtime = 21,  // decode: runtime dispatch (cached choice, then a switch)
+  g_decode_static = 20,   // decode (T = 1): rope::apply, compile-time dispatch (this file)
+  g_decode_runtime = 21,  // decode: rope::apply built for baseline x86-64, runtime dispatch
   g_fp16_fast = 30,       // fp16 in place, rope::rounding::fast (no low-part correction)
   g_bf16_fast = 31,       // bf16 in place, rounding::fast
   g_out_fp16_fast = 32,   // float in, fp16 out, rounding::fast
@@ -121,18 +125,17 @@ void BM_Apply(benchmark::State& state, int tokens, int grp,
   set_counters(state, D, tokens, static_cast<int>(L), grp, 2.0 * static_cast<double>(x.size() * sizeof(T)));
 }
 
-// The same validation as rope::apply, then one of the two dispatchers.
-template <bool Runtime, class T, int D, class TOut>
-rope::status apply_via(const rope::table<float>& tab, rope::heads_view<const T> in,
+// The same validation as rope::apply, then the runtime dispatcher (forced to one path).
+template <class T, int D, class TOut>
+rope::status apply_dispatched(const rope::table<float>& tab, rope::heads_view<const T> in,
                        rope::heads_view<TOut> out, const std::int32_t* pos) noexcept {
   if (rope::status st = rope::detail::check_table<D>(tab); st != rope::status::ok) return st;
   if (rope::status st = rope::detail::check_pair(in, out, tab.rotary_dim()); st != rope::status::ok) return st;
   if (rope::detail::empty(in)) return rope::status::ok;
   if (rope::status st = rope::detail::check_positions(pos, in.n_tokens, tab.length()); st != rope::status::ok)
     return st;
-  const auto jb = rope::detail::make_job(in, out, pos);
-  if constexpr (Runtime) rope::detail::run_dispatched<D>(tab, jb, rope::direction::forward, rope::rounding::accurate);
-  else rope::detail::run_static<D>(tab, jb, rope::direction::forward, rope::rounding::accurate);
+  rope::detail::run_dispatched<D>(tab, rope::detail::make_job(in, out, pos), rope::direction::forward,
+                                  rope::rounding::accurate);
   return rope::status::ok;
 }
 
@@ -148,7 +151,7 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = apply_via<true, float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
+    const rope::status st = apply_dispatched<float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -176,17 +179,24 @@ void BM_ApplyOut(benchmark::State& state, int tokens, int grp,
                static_cast<double>(x.size() * (sizeof(float) + sizeof(TOut))));
 }
 
-// Decode (T = 1): compile-time vs runtime dispatch, same validation and kernel.
+// Decode (T = 1): rope::apply as compiled here (compile-time dispatch, inlined) or as a
+// baseline x86-64 build compiles it (runtime dispatch; one more call, across object files).
 template <int D, rope::layout L, bool Runtime>
 void BM_Decode(benchmark::State& state) {
-  rope::detail::force_dispatched_isa(rope::compiled_isa());
-  auto tab = bench_table<D, L>();
+  const bool half = L == rope::layout::half_split;
+  const std::shared_ptr<const void> tab = Runtime ? bench::baseline_table(D, half) : bench_table<D, L>();
   buffer<float> x = input<float>(elems(D, 1));
   const std::vector<std::int32_t> pos = positions_for(1);
   const auto view = rope::packed_heads(x.data(), 1, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = apply_via<Runtime, float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
-    benchmark::DoNotOptimize(st);
+    if constexpr (Runtime) {
+      const int st = bench::baseline_decode<D>(tab.get(), x.data(), kHeads, pos.data());
+      benchmark::DoNotOptimize(st);
+    } else {
+      const rope::status st =
+          rope::apply<float, D>(*static_cast<const rope::table<float>*>(tab.get()), view, pos.data());
+      benchmark::DoNotOptimize(st);
+    }
     benchmark::ClobberMemory();
   }
   set_counters(state, D, 1, static_cast<int>(L), Runtime ? g_decode_runtime : g_decode_static,
@@ -357,8 +367,9 @@ int main(int argc, char** argv) {
   print_ratio_table(rep, "float in, fp16 out, rounding::fast (baseline: float memcpy)", g_out_fp16_fast, g_copy,
                     "copy GB/s");
 
-  std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time vs runtime dispatch (%s), fastest "
-              "of 40 repetitions each\n", kHeads, rope::to_string(rope::compiled_isa()));
+  std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time dispatch (%s, this binary's flags) vs "
+              "runtime dispatch built for baseline x86-64 (chose %s), fastest of 40 repetitions each\n",
+              kHeads, rope::to_string(rope::compiled_isa()), bench::baseline_isa_name());
   std::printf("%5s %12s %14s %12s %9s\n", "D", "layout", "compile ns", "runtime ns", "cost");
   for (int D : kDims)
     for (int kind : {1, 2}) {
