@@ -320,16 +320,23 @@ void accuracy_case(const format16& f, rope::layout l, int D, double scale, draw 
     }
 }
 
+// Every accuracy_case of one draw: both layouts, D in {64, 80, 96, 128, 256}, two scales.
+template <class TIn, class T16>
+tally all_cases(const format16& f, draw how, rope::rounding rnd) {
+  tally tl;
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (int D : {64, 80, 96, 128, 256})
+      for (double scale : {1.0, 300.0}) accuracy_case<TIn, T16>(f, l, D, scale, how, tl, rnd);
+  return tl;
+}
+
 // Every output within 1 ulp of the correctly rounded result, and >= 99.9% correctly rounded,
 // for uniform inputs and for inputs where every pair cancels (results down to 2^-34 of the
 // pair's norm).
 template <class TIn, class T16>
 void accuracy_suite(const format16& f, const char* what) {
   for (draw how : {draw::uniform, draw::cancel}) {
-    tally tl;
-    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-      for (int D : {64, 80, 96, 128, 256})
-        for (double scale : {1.0, 300.0}) accuracy_case<TIn, T16>(f, l, D, scale, how, tl);
+    const tally tl = all_cases<TIn, T16>(f, how, rope::rounding::accurate);
     const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
     std::printf("%s, %s inputs: %ld of %ld outputs correctly rounded (%.5f%%), max %d ulp off; "
                 "%ld of %ld outputs below 2^-12 r correctly rounded\n",
@@ -363,11 +370,7 @@ TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
 template <class TIn, class T16>
 void fast_suite(const format16& f, const char* what) {
   for (draw how : {draw::uniform, draw::cancel}) {
-    tally tl;
-    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-      for (int D : {64, 80, 96, 128, 256})
-        for (double scale : {1.0, 300.0})
-          accuracy_case<TIn, T16>(f, l, D, scale, how, tl, rope::rounding::fast);
+    const tally tl = all_cases<TIn, T16>(f, how, rope::rounding::fast);
     const double frac = static_cast<double>(tl.exact) / static_cast<double>(tl.total);
     std::printf("%s, rounding::fast, %s inputs: %.5f%% correctly rounded, max %d ulp off; %ld of "
                 "%ld outputs below 2^-12 r correctly rounded\n",
