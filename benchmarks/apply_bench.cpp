@@ -62,27 +62,31 @@ std::vector<std::int32_t> positions_for(int tokens) {
   return p;
 }
 
-// Every buffer (rows, baselines' buffers) starts on a 64-byte line, as engines allocate
-// tensors. With malloc's 16-byte alignment the start varied from run to run and with it the
-// cache lines each vector store splits: the decode-size stream baseline moved by 2x between
-// runs of the same binary, which made its ratios noise.
+// Every buffer (rows, baselines' buffers) starts on a page, as large tensors do. With malloc's
+// 16-byte alignment the start varied from run to run and with it the cache lines each vector
+// store splits: the decode-size stream baseline moved by 2x between runs of the same binary.
+// With 64-byte lines the distance between an out-of-place call's input and output modulo
+// 4096 bytes was left to the heap, and it sets how often loads wait on stores they alias
+// (rotate_row_apart in the x86 kernels): before those ran backwards, D = 64 interleaved decode
+// out of place measured 560 ns at one distance and 80 at another. On pages, the distance is 0
+// in every run.
 template <class T>
-struct line_allocator {
+struct page_allocator {
   using value_type = T;
-  line_allocator() = default;
+  page_allocator() = default;
   template <class U>
-  line_allocator(const line_allocator<U>&) noexcept {}
+  page_allocator(const page_allocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{4096}));
   }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{4096}); }
   template <class U>
-  bool operator==(const line_allocator<U>&) const noexcept { return true; }
+  bool operator==(const page_allocator<U>&) const noexcept { return true; }
   template <class U>
-  bool operator!=(const line_allocator<U>&) const noexcept { return false; }
+  bool operator!=(const page_allocator<U>&) const noexcept { return false; }
 };
 template <class T>
-using buffer = std::vector<T, line_allocator<T>>;
+using buffer = std::vector<T, page_allocator<T>>;
 
 template <class T>
 buffer<T> input(std::size_t n) {

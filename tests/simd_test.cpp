@@ -28,15 +28,17 @@ constexpr unsigned char kCanary = 0xA5;
 const int kHeadDims[] = {2, 4, 6, 8, 14, 16, 30, 32, 62, 64, 66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
 
 // A byte buffer with `offset` elements of T before the data, canary bytes around, the data
-// start aligned to 64 bytes + offset * sizeof(T).
+// start at `page_phase` (a multiple of 64) + offset * sizeof(T) bytes modulo 4096. The phases
+// of an input and an output buffer set their distance modulo 4096, which picks the direction
+// of an out-of-place job (aliasing_back in the x86 kernels).
 template <class T>
 struct guarded {
   std::vector<unsigned char> bytes;
   std::size_t start = 0;  // byte index of element 0
-  guarded(std::size_t n, std::size_t offset) {
-    bytes.assign(n * sizeof(T) + offset * sizeof(T) + 256, kCanary);
+  guarded(std::size_t n, std::size_t offset, std::size_t page_phase = 0) {
+    bytes.assign(n * sizeof(T) + offset * sizeof(T) + 256 + 4096, kCanary);
     const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
-    start = static_cast<std::size_t>((64 - base % 64) % 64) + 64 + offset * sizeof(T);
+    start = static_cast<std::size_t>((page_phase + 4096 - (base + 64) % 4096) % 4096) + 64 + offset * sizeof(T);
   }
   T* data() { return reinterpret_cast<T*>(bytes.data() + start); }
   // The data and 64 canary bytes either side: equal windows compare two buffers whose
@@ -70,6 +72,7 @@ struct shape {
   int head_dim, rotary_dim, tokens, heads;
   std::size_t in_offset, out_offset;
   std::ptrdiff_t head_pad;  // elements between rows of one token
+  std::size_t out_phase = 2048;  // the output's page phase; the input's is 0 (see guarded)
 };
 
 // Runs kernels K and the scalar kernels on identical buffers and compares every byte: the
@@ -86,7 +89,7 @@ void check_case(const rope::table<rope::compute_type_t<TIn>>& tab, const shape& 
   pos[0] = 0;
 
   guarded<TIn> in_a(n, s.in_offset), in_b(n, s.in_offset);
-  guarded<TOut> out_a(n, s.out_offset), out_b(n, s.out_offset);
+  guarded<TOut> out_a(n, s.out_offset, s.out_phase), out_b(n, s.out_offset, s.out_phase);
   std::vector<bool> is_row(n, false);
   for (int t = 0; t < s.tokens; ++t)
     for (int h = 0; h < s.heads; ++h)
@@ -115,6 +118,7 @@ void check_case(const rope::table<rope::compute_type_t<TIn>>& tab, const shape& 
                            (dir == rope::direction::inverse ? " inverse" : " forward") +
                            (rnd == rope::rounding::fast ? " fast" : "") +
                            " offsets " + std::to_string(s.in_offset) + "/" + std::to_string(s.out_offset) +
+                           " out phase " + std::to_string(s.out_phase) +
                            (tab.mode() == rope::table_mode::compact ? " compact" : " dense") +
                            " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) +
                            "B out " + std::to_string(sizeof(TOut)) + "B";
@@ -204,18 +208,22 @@ void check_every_head_dim() {
 
 // Compile-time Dim, including Dim/2 not a multiple of any lane count (80, 96, 112, 160), and
 // rows that end in (or are only) half a vector: AVX-512 float 8, 24 interleaved and 16, 48
-// half-split; double 12 interleaved, 24 half-split.
+// half-split; double 12 interleaved, 24 half-split. The output sits 1 KiB above the input
+// modulo 4096 (out of place, the x86 kernels then run backwards) and 1 KiB below (forwards),
+// with and without a copied tail.
 template <class K, std::size_t Dim>
 void check_static_dim() {
-  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
-    const int D = static_cast<int>(Dim);
-    const tables tabs(rope::make_spec(D + 8, D, 5e5, l));  // 8 more dims: copied tail
-    for (std::size_t off : {0u, 1u, 3u, 8u, 15u}) {
-      const shape s{D + 8, D, 5, 3, off, 15 - off, 2};
-      check_all_types<K, Dim>(tabs, s, 100 + off);
-      if (::testing::Test::HasFatalFailure()) return;
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (int extra : {8, 0}) {
+      const int D = static_cast<int>(Dim);
+      const tables tabs(rope::make_spec(D + extra, D, 5e5, l));  // extra dims: copied tail
+      for (std::size_t off : {0u, 1u, 3u, 8u, 15u})
+        for (std::size_t phase : {1024u, 3072u}) {
+          const shape s{D + extra, D, 5, 3, off, 15 - off, 2, phase};
+          check_all_types<K, Dim>(tabs, s, 100 + off);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
     }
-  }
 }
 
 template <class K>

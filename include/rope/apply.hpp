@@ -200,8 +200,6 @@ status check_table(const table<Real>& tab) noexcept {
   return status::ok;
 }
 
-constexpr std::size_t z(std::ptrdiff_t v) noexcept { return static_cast<std::size_t>(v); }
-
 // v, read into a register on its own. The views arrive in memory the caller has just written
 // field by field; GCC's SLP vectorizer would otherwise copy two adjacent fields with one
 // 16-byte load, which cannot be forwarded from two 8-byte stores still in flight and waits
