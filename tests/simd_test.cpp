@@ -206,11 +206,16 @@ void check_every_head_dim() {
       }
 }
 
-// Compile-time Dim, including Dim/2 not a multiple of any lane count (80, 96, 112, 160), and
-// rows that end in (or are only) half a vector: AVX-512 float 8, 24 interleaved and 16, 48
-// half-split; double 12 interleaved, 24 half-split. The output sits 1 KiB above the input
-// modulo 4096 (out of place, the x86 kernels then run backwards) and 1 KiB below (forwards),
-// with and without a copied tail.
+// Compile-time Dim: rows that are whole vectors, that end in a vector overlapping the one
+// before it ("shifted": AVX-512 float 20 and 140 interleaved, 140 and 280 half-split; AVX2
+// float 20, 140 interleaved), in exactly half a vector (AVX-512 float 8, 24, 280 interleaved and
+// 16, 48, 176 half-split; double 12 interleaved, 24 half-split), or narrower than a vector
+// (masked); rows of 8 or more vectors with and without such a tail (read in groups in place:
+// 140, 256, 280); and out of place, half-split rows that hold one half's results and rows that
+// take a pass per half (more than 4 vectors with 16-bit low parts or mixed sizes: 140, 160,
+// 176, 256, 280 on AVX-512). The output sits 1 KiB above the input modulo 4096 (out of place,
+// the x86 kernels then run backwards) and 1 KiB below (forwards), with and without a copied
+// tail.
 template <class K, std::size_t Dim>
 void check_static_dim() {
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
@@ -231,6 +236,7 @@ void check_static_dims() {
   check_static_dim<K, 8>();
   check_static_dim<K, 12>();
   check_static_dim<K, 16>();
+  check_static_dim<K, 20>();
   check_static_dim<K, 24>();
   check_static_dim<K, 48>();
   check_static_dim<K, 64>();
@@ -238,9 +244,29 @@ void check_static_dims() {
   check_static_dim<K, 96>();
   check_static_dim<K, 112>();
   check_static_dim<K, 128>();
+  check_static_dim<K, 140>();
   check_static_dim<K, 160>();
+  check_static_dim<K, 176>();
   check_static_dim<K, 256>();
+  check_static_dim<K, 280>();
 }
+
+#if ROPE_X86
+// The direction of an out-of-place job in the x86 kernels (aliasing_back): backwards exactly
+// when the output starts 1..2047 bytes above the input modulo 4096 and both have one element
+// size; the equivalence tests above run both directions only because of it.
+template <class Same, class Mixed>
+void check_direction(Same same, Mixed mixed) {
+  alignas(4096) static unsigned char buf[3 * 4096];
+  const auto* in = reinterpret_cast<const float*>(buf + 4096);
+  for (std::size_t at = 0; at <= 2 * 4096; at += 4) {
+    const std::size_t above = at % 4096;  // (out - in) mod 4096, the input at 4096
+    const auto* out = reinterpret_cast<const float*>(buf + at);
+    EXPECT_EQ(above != 0 && above < 2048, same(in, out)) << "output at " << at << ", input at 4096";
+    EXPECT_FALSE(mixed(in, reinterpret_cast<const rope::float16*>(buf + at))) << at;
+  }
+}
+#endif
 
 #define ROPE_SKIP_UNLESS(isa_value)                                                           \
   if (!rope::detail::cpu_supports(isa_value))                                                 \
@@ -265,6 +291,16 @@ TEST(SimdAvx512, BitwiseEqualsScalarCompileTimeDims) {
 }
 TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
   GTEST_SKIP() << "NEON kernels exist only in AArch64 builds (run under qemu-aarch64 in CI)";
+}
+TEST(SimdAvx2, OutOfPlaceRunsBackwardsJustAboveTheInputModulo4096) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_direction([](const float* i, const float* o) { return rope::arch::avx2::detail::aliasing_back(i, o); },
+                  [](const float* i, const rope::float16* o) { return rope::arch::avx2::detail::aliasing_back(i, o); });
+}
+TEST(SimdAvx512, OutOfPlaceRunsBackwardsJustAboveTheInputModulo4096) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_direction([](const float* i, const float* o) { return rope::arch::avx512::detail::aliasing_back(i, o); },
+                  [](const float* i, const rope::float16* o) { return rope::arch::avx512::detail::aliasing_back(i, o); });
 }
 #endif
 
