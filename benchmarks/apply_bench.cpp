@@ -2,7 +2,9 @@
 // memory baselines in the same binary, so each ratio to what memory allows is read off one run:
 //  - BM_Stream<bytes of float|16-bit rows, D>: in-place stream x = a*x + b over the same bytes
 //    as the rows being rotated (the bound for in-place rotation);
-//  - BM_Copy<float, D>: memcpy of the rows to another buffer (the bound for out of place).
+//  - BM_Copy<float, D>: memcpy of the rows to another buffer (the bound for out of place);
+//  - BM_ConvertStream<fp16|bf16, D>: the in-place stream over 16-bit rows through the AVX-512
+//    kernels' conversions (what the conversions alone allow).
 // After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
 // (medians when run with repetitions): float in place per layout (compile-time path), each ISA
 // path forced at run time, fp16/bf16 in place, float out of place, the 16-bit ones again with
@@ -47,6 +49,8 @@ enum group : int {
   g_bf16 = 5,        // bf16 in place
   g_out = 6,         // float out of place
   g_out_fp16 = 7,    // float in, fp16 out (a KV-cache write)
+  g_convert_fp16 = 8,  // in-place stream over fp16 rows through rope's AVX-512 conversions
+  g_convert_bf16 = 9,  // the same over bf16 rows
   g_isa = 10,        // + rope::isa value: float in place, runtime dispatch forced to that path
   g_decode_static = 20,   // decode (T = 1): rope::apply, compile-time dispatch (this file)
   g_decode_runtime = 21,  // decode: rope::apply built for baseline x86-64, runtime dispatch
@@ -220,6 +224,29 @@ void BM_Stream(benchmark::State& state, int D, int T, std::size_t bytes, int grp
   set_counters(state, D, T, 0, grp, 2.0 * static_cast<double>(bytes));
 }
 
+#if ROPE_X86 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
+#define ROPE_BENCH_CONVERT_STREAM 1
+// What the 16-bit conversions alone cost: the in-place stream x = a*x + b over 16-bit rows,
+// each vector widened by the AVX-512 kernels' load, one fma in float, rounded back by their
+// store. rope on fp16/bf16 does this plus the rotation, so this is the most a kernel built on
+// these conversions can reach.
+template <class T16>
+void BM_ConvertStream(benchmark::State& state, int D, int T, int grp) {
+  using io = rope::arch::avx512::detail::io<float, rope::format_of_v<T16>>;
+  buffer<T16> x = input<T16>(elems(D, T));  // a multiple of 16 elements (kHeads = 32)
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.0005f);
+  for (auto _ : state) {
+    T16* p = x.data();
+    const std::size_t n = x.size();
+    for (std::size_t i = 0; i < n; i += 16) io::store(p + i, _mm512_fmadd_ps(io::load(p + i), a, b));
+    benchmark::DoNotOptimize(p);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, D, T, 0, grp, 2.0 * static_cast<double>(x.size() * sizeof(T16)));
+}
+#endif
+
 void BM_Copy(benchmark::State& state, int D, int T) {
   const buffer<float> x = input<float>(elems(D, T));
   buffer<float> y(x.size());
@@ -288,6 +315,12 @@ void register_dim() {
     add("BM_Stream<16-bit rows, " + d + ">" + suffix,
         [T, bytes32](benchmark::State& s) { BM_Stream(s, D, T, bytes32 / 2, g_stream16); });
     add("BM_Copy<float, " + d + ">" + suffix, [T](benchmark::State& s) { BM_Copy(s, D, T); });
+#ifdef ROPE_BENCH_CONVERT_STREAM
+    add("BM_ConvertStream<fp16, " + d + ">" + suffix,
+        [T](benchmark::State& s) { BM_ConvertStream<rope::float16>(s, D, T, g_convert_fp16); });
+    add("BM_ConvertStream<bf16, " + d + ">" + suffix,
+        [T](benchmark::State& s) { BM_ConvertStream<rope::bfloat16>(s, D, T, g_convert_bf16); });
+#endif
     register_layout<D, rope::layout::interleaved>(T);
     register_layout<D, rope::layout::half_split>(T);
   }
@@ -370,6 +403,27 @@ int main(int argc, char** argv) {
                     "stream GB/s");
   print_ratio_table(rep, "float in, fp16 out, rounding::fast (baseline: float memcpy)", g_out_fp16_fast, g_copy,
                     "copy GB/s");
+
+  std::printf("\n16-bit streams through the AVX-512 conversions (load, one fma, store; the same bytes as "
+              "the 16-bit rows) against the float stream over those bytes\n");
+  std::printf("%5s %6s %14s %17s %8s %17s %8s\n", "D", "tokens", "stream GB/s", "fp16 conv GB/s", "ratio",
+              "bf16 conv GB/s", "ratio");
+  for (int D : kDims)
+    for (int T : kTokens) {
+      if (!rep.has(g_stream16, D, T, 0) || !rep.has(g_convert_fp16, D, T, 0) || !rep.has(g_convert_bf16, D, T, 0))
+        continue;
+      const double b = rep.at(g_stream16, D, T, 0), h = rep.at(g_convert_fp16, D, T, 0),
+                   f = rep.at(g_convert_bf16, D, T, 0);
+      std::printf("%5d %6d %14.1f %17.1f %8.2f %17.1f %8.2f\n", D, T, b, h, h / b, f, f / b);
+    }
+  print_ratio_table(rep, "fp16 storage, in place (baseline: the fp16 conversion stream)", g_fp16, g_convert_fp16,
+                    "conv GB/s");
+  print_ratio_table(rep, "bf16 storage, in place (baseline: the bf16 conversion stream)", g_bf16, g_convert_bf16,
+                    "conv GB/s");
+  print_ratio_table(rep, "fp16 storage, in place, rounding::fast (baseline: the fp16 conversion stream)",
+                    g_fp16_fast, g_convert_fp16, "conv GB/s");
+  print_ratio_table(rep, "bf16 storage, in place, rounding::fast (baseline: the bf16 conversion stream)",
+                    g_bf16_fast, g_convert_bf16, "conv GB/s");
 
   std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time dispatch (%s, this binary's flags) vs "
               "runtime dispatch built for baseline x86-64 (chose %s), fastest of 40 repetitions each\n",

@@ -6,8 +6,10 @@
 // hi = fma(v, c, u * s), written as fmsub/fmadd of the rounded product, which is the scalar
 // path's expression bit for bit (negation is exact). Tails use masked loads and stores, which
 // suppress faults and touch no byte outside the caller's rows. fp16 converts with vcvtph2ps /
-// vcvtps2ph (round to nearest even); bf16 widens by a shift and rounds with integer operations
-// identical to rope::float_to_bf16 (no AVX512_BF16: its converter flushes subnormals).
+// vcvtps2ph (round to nearest even); bf16 widens by a shift and rounds with vcvtneps2bf16 where
+// the compiler's flags enable AVX512_BF16, falling back per vector to integer operations
+// identical to rope::float_to_bf16 when the vector holds a subnormal (which vcvtneps2bf16 reads
+// as zero). Runtime-dispatched builds (no AVX512_BF16 in the target) use the integer form.
 //
 // This file holds what is AVX-512's own: the vector types, conversions and masks (detail::vec,
 // detail::io, detail::half_vectors). The kernels written over them (rotate_row, run) are the
@@ -173,6 +175,16 @@ struct io<float, storage_format::bf16> {
   // vpmovdw; the extract of the low half compiles to nothing). 7% less time per bf16 row than
   // the shift-and-add form on Zen 4.
   ROPE_AVX512_FN static __m256i round(V v) noexcept {
+#if defined(__AVX512BF16__)
+    // vcvtneps2bf16 rounds to nearest even and quiets NaNs as rope::float_to_bf16 does, but
+    // reads subnormal inputs as zero. A subnormal float result is rare (|x| < 2^-126), so a
+    // vector holding one takes the integer path; every other vector is one instruction.
+    if (__builtin_expect(_mm512_fpclass_ps_mask(v, 0x20) == 0, 1))
+      return (__m256i)_mm512_cvtneps_pbh(v);
+#endif
+    return round_exact(v);
+  }
+  ROPE_AVX512_FN static __m256i round_exact(V v) noexcept {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i biased = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
     const __mmask16 odd = _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x10000));
