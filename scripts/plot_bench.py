@@ -34,6 +34,8 @@ SERIES = [
     ((6, 2), "float out of place half_split", 2),
 ]
 BASELINES = {0: "stream (float rows)", 1: "stream (16-bit rows)", 2: "memcpy (float rows)"}
+# Drawn in the GB/s panels only: what the 16-bit conversions alone allow (BM_ConvertStream).
+CEILINGS = {8: "fp16 conversion stream (16-bit rows)", 9: "bf16 conversion stream (16-bit rows)"}
 
 
 def load(path):
@@ -75,6 +77,11 @@ def main():
             xs = [d for d in dims if (base, 0, d, T) in gbps]
             if xs:
                 ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], "--", color="gray" if base == 0 else "black",
+                          alpha=0.6, label=label)
+        for base, label in CEILINGS.items():
+            xs = [d for d in dims if (base, 0, d, T) in gbps]
+            if xs:
+                ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], ":" if base == 8 else "-.", color="black",
                           alpha=0.6, label=label)
         ax_g.set_title(f"T = {T} tokens, 32 heads: GB/s")
         ax_r.set_title(f"T = {T}: ratio to the baseline on the same bytes")
