@@ -169,11 +169,6 @@ struct io<float, storage_format::bf16> {
   ROPE_AVX512_FN static V load(const void* p, M m) noexcept {
     return widen(_mm256_maskz_loadu_epi16(m, p));
   }
-  // rope::float_to_bf16 on 16 lanes: add 0x7fff, and 1 more where the lowest kept bit is set
-  // (a masked add on a vptestmd mask: one operation fewer than shift, and, add); a NaN instead
-  // gets its quiet bit set. Then one vpermw gathers the high halves (cheaper than vpsrld +
-  // vpmovdw; the extract of the low half compiles to nothing). 7% less time per bf16 row than
-  // the shift-and-add form on Zen 4.
   ROPE_AVX512_FN static __m256i round(V v) noexcept {
 #if defined(__AVX512BF16__)
     // vcvtneps2bf16 rounds to nearest even and quiets NaNs as rope::float_to_bf16 does, but
@@ -186,6 +181,11 @@ struct io<float, storage_format::bf16> {
 #endif
     return round_exact(v);
   }
+  // rope::float_to_bf16 on 16 lanes: add 0x7fff, and 1 more where the lowest kept bit is set
+  // (a masked add on a vptestmd mask: one operation fewer than shift, and, add); a NaN instead
+  // gets its quiet bit set. Then one vpermw gathers the high halves (cheaper than vpsrld +
+  // vpmovdw; the extract of the low half compiles to nothing). 7% less time per bf16 row than
+  // the shift-and-add form on Zen 4.
   ROPE_AVX512_FN static __m256i round_exact(V v) noexcept {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i biased = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
