@@ -412,6 +412,7 @@ void check_conversions(void (*widen)(const T16*, float*, std::size_t),
         << "store of float bits " << std::hex << raw(floats[i]);
 }
 
+#if ROPE_X86
 // Whether to sweep all 2^32 float patterns (about 4 s per path in Release): not under
 // sanitizers or ROPE_TEST_SCALE=quick.
 bool sweep_every_float() {
@@ -451,7 +452,6 @@ void check_bf16_store_every_float(void (*narrow)(const float*, rope::bfloat16*, 
   }
 }
 
-#if ROPE_X86
 TEST(SimdAvx2, Bf16StoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);
   check_bf16_store_every_float(avx2_narrow<rope::bfloat16>);
