@@ -174,12 +174,13 @@ struct io<float, storage_format::bf16> {
   }
   // rope::float_to_bf16 on 8 lanes: NaN -> quiet NaN; else add 0x7fff + lowest kept bit.
   ROPE_AVX2_FN static __m128i round(V v) noexcept {
-#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+#if defined(__AVX512BF16__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
     // Compiled for a CPU with AVX512_BF16 (this path then runs as the AVX-512 path's
     // half-vector tail, or forced): vcvtneps2bf16 and the same zero-word check as there
     // (rope/arch/avx512.hpp), since it reads subnormal inputs as zero.
     const __m128i c = (__m128i)_mm256_cvtneps_pbh(v);
     if (__builtin_expect(_mm_testn_epi16_mask(c, _mm_set1_epi16(0x7fff)) == 0, 1)) return c;
+    if (_mm256_fpclass_ps_mask(v, 0x20) == 0) return c;  // zeros, no subnormal: c is right
 #endif
     const __m256i x = _mm256_castps_si256(v);
     const __m256i top = _mm256_srli_epi32(x, 16);
