@@ -33,9 +33,15 @@ SERIES = [
     ((6, 1), "float out of place interleaved", 2),
     ((6, 2), "float out of place half_split", 2),
 ]
-BASELINES = {0: "stream (float rows)", 1: "stream (16-bit rows)", 2: "memcpy (float rows)"}
-# Drawn in the GB/s panels only: what the 16-bit conversions alone allow (BM_ConvertStream).
-CEILINGS = {8: "fp16 conversion stream (16-bit rows)", 9: "bf16 conversion stream (16-bit rows)"}
+# Baselines drawn in the GB/s panels: group -> (label, line style, colour). Groups 8 and 9 are
+# what the 16-bit conversions alone allow (BM_ConvertStream).
+BASELINES = {
+    0: ("stream (float rows)", "--", "gray"),
+    1: ("stream (16-bit rows)", "--", "black"),
+    2: ("memcpy (float rows)", "--", "black"),
+    8: ("fp16 conversion stream (16-bit rows)", ":", "black"),
+    9: ("bf16 conversion stream (16-bit rows)", "-.", "black"),
+}
 
 
 def load(path):
@@ -73,16 +79,10 @@ def main():
             ax_g.plot(xs, ys, style, label=label)
             rx = [d for d in xs if (base, 0, d, T) in gbps]
             ax_r.plot(rx, [gbps[(grp, kind, d, T)] / gbps[(base, 0, d, T)] for d in rx], style, label=label)
-        for base, label in BASELINES.items():
+        for base, (label, style, colour) in BASELINES.items():
             xs = [d for d in dims if (base, 0, d, T) in gbps]
             if xs:
-                ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], "--", color="gray" if base == 0 else "black",
-                          alpha=0.6, label=label)
-        for base, label in CEILINGS.items():
-            xs = [d for d in dims if (base, 0, d, T) in gbps]
-            if xs:
-                ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], ":" if base == 8 else "-.", color="black",
-                          alpha=0.6, label=label)
+                ax_g.plot(xs, [gbps[(base, 0, d, T)] for d in xs], style, color=colour, alpha=0.6, label=label)
         ax_g.set_title(f"T = {T} tokens, 32 heads: GB/s")
         ax_r.set_title(f"T = {T}: ratio to the baseline on the same bytes")
         ax_r.axhline(0.85 if T > 1 else 0.70, color="red", linestyle=":", label="target (float in place)")
