@@ -428,8 +428,8 @@ bool sweep_every_float() {
 }
 
 // Every float bit pattern through a path's bf16 store, bitwise rope::float_to_bf16 (where the
-// build has AVX512_BF16, this checks vcvtneps2bf16 and its fall-back to the integer form on
-// vectors holding a zero result). Reduced (sweep_every_float): every pattern whose exponent is 0
+// build has AVX512_BF16, this checks vcvtneps2bf16, the class test on results holding a zero
+// word and the fall-back to the integer form on vectors holding a subnormal). Reduced (sweep_every_float): every pattern whose exponent is 0
 // or 255 (zeros, subnormals, Inf, NaN) and the patterns of one upper half in 257 otherwise.
 void check_bf16_store_every_float(void (*narrow)(const float*, rope::bfloat16*, std::size_t)) {
   const bool every = sweep_every_float();
