@@ -3,6 +3,7 @@
 // for every base in {1e4, 5e5, 1e6, 1e7}, both layouts, float and double storage, dense and
 // compact tables: the error does not grow with the position.
 #include "accuracy.hpp"
+#include "test_scale.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,15 +18,12 @@ namespace {
 
 constexpr long double kBound = 4 * 0x1p-24L;
 
-bool quick() {
-  const char* v = std::getenv("ROPE_TEST_SCALE");
-  return v != nullptr && std::string(v) == "quick";
-}
+using rope_test::quick_scale;
 
 template <class T>
 void check_phase(rope::layout l) {
   using R = rope::compute_type_t<T>;
-  const std::vector<std::int64_t> positions = accuracy::large_positions(quick() ? 8 : 64);
+  const std::vector<std::int64_t> positions = accuracy::large_positions(quick_scale() ? 8 : 64);
   std::vector<std::int64_t> dense_positions;
   for (std::int64_t p : positions)
     if (p < (std::int64_t{1} << 14) + 2) dense_positions.push_back(p);

@@ -16,6 +16,7 @@
 #include <rope/rope.hpp>
 
 #include "oracle.hpp"
+#include "test_scale.hpp"
 
 namespace {
 
@@ -30,10 +31,7 @@ const int kHeadDims[] = {2, 4, 6, 8, 14, 16, 30, 32, 62, 64, 66, 80, 96, 120, 12
 // rotary dim and layout stays, with positions 0..255 (instead of 0..4095), the same 2^k - 1,
 // 2^k, 2^k + 1 up to 2^24, 16 random ones (instead of 64), and bases 1e4 and 1e6 for full
 // rotation (instead of 1e4, 5e5, 1e6, 1e7).
-bool quick_scale() {
-  const char* v = std::getenv("ROPE_TEST_SCALE");
-  return v != nullptr && std::string(v) == "quick";
-}
+using rope_test::quick_scale;
 
 // Positions 0 .. small_positions()-1 come first in grid_positions (the dense table covers them).
 std::int64_t small_positions() { return quick_scale() ? 256 : 4096; }

@@ -22,6 +22,8 @@
 
 #include <rope/rope.hpp>
 
+#include "test_scale.hpp"
+
 namespace {
 
 constexpr unsigned char kCanary = 0xA5;
@@ -423,8 +425,7 @@ bool sweep_every_float() {
   return false;
 #endif
 #endif
-  const char* v = std::getenv("ROPE_TEST_SCALE");
-  return !(v && std::string(v) == "quick");
+  return !rope_test::quick_scale();
 }
 
 // Every float bit pattern through a path's bf16 store, bitwise rope::float_to_bf16 (where the
