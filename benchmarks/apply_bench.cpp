@@ -135,8 +135,8 @@ void BM_Apply(benchmark::State& state, int tokens, int grp,
 
 // The same validation as rope::apply, then the runtime dispatcher (forced to one path).
 template <class T, int D, class TOut>
-rope::status apply_dispatched(const rope::table<float>& tab, rope::heads_view<const T> in,
-                       rope::heads_view<TOut> out, const std::int32_t* pos) noexcept {
+rope::status apply_dispatched(const rope::table<float>& tab, const rope::heads_view<const T>& in,
+                              const rope::heads_view<TOut>& out, const std::int32_t* pos) noexcept {
   if (rope::status st = rope::detail::check_table<D>(tab); st != rope::status::ok) return st;
   if (rope::status st = rope::detail::check_pair(in, out, tab.rotary_dim()); st != rope::status::ok) return st;
   if (rope::detail::empty(in)) return rope::status::ok;
@@ -158,8 +158,9 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
   buffer<float> x = input<float>(elems(D, tokens));
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
+  const rope::heads_view<const float> in = view;
   for (auto _ : state) {
-    const rope::status st = apply_dispatched<float, D>(*tab, rope::heads_view<const float>(view), view, pos.data());
+    const rope::status st = apply_dispatched<float, D>(*tab, in, view, pos.data());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
