@@ -8,7 +8,8 @@
 // After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
 // (medians when run with repetitions): float in place per layout (compile-time path), each ISA
 // path forced at run time, fp16/bf16 in place, float out of place, the 16-bit ones again with
-// rope::rounding::fast, and the cost of runtime dispatch at decode: rope::apply compiled here
+// rope::rounding::fast, float with Dim = rope::dynamic against Dim = D, and the cost of
+// runtime dispatch at decode: rope::apply compiled here
 // (-march=native, compile-time dispatch) against rope::apply compiled for baseline x86-64 with
 // runtime dispatch (baseline_dispatch.cpp, linked into this binary).
 //
@@ -26,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <rope/rope.hpp>
@@ -57,6 +59,8 @@ enum group : int {
   g_fp16_fast = 30,       // fp16 in place, rope::rounding::fast (no low-part correction)
   g_bf16_fast = 31,       // bf16 in place, rounding::fast
   g_out_fp16_fast = 32,   // float in, fp16 out, rounding::fast
+  g_dynamic = 34,         // float in place, Dim = rope::dynamic (rotary dim read from the table)
+  g_out_dynamic = 35,     // float out of place, Dim = rope::dynamic
 };
 
 // Positions: decode at 4000, prefill 0..T-1.
@@ -117,8 +121,12 @@ std::shared_ptr<const rope::table<float>> bench_table() {
   return rope::get_table<float>(rope::make_spec(D, D, 1e4, L), 4096 + 1);
 }
 
+// Dim of a rope::apply call: D, or rope::dynamic (read from the table at run time).
+template <int D, bool Dynamic>
+constexpr std::size_t dim_arg = Dynamic ? rope::dynamic : static_cast<std::size_t>(D);
+
 // In place, compile-time dispatch (what rope::apply does in this -march=native binary).
-template <class T, int D, rope::layout L>
+template <class T, int D, rope::layout L, bool Dynamic = false>
 void BM_Apply(benchmark::State& state, int tokens, int grp,
               rope::rounding rnd = rope::rounding::accurate) {
   auto tab = bench_table<D, L>();
@@ -126,7 +134,7 @@ void BM_Apply(benchmark::State& state, int tokens, int grp,
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = rope::apply<T, D>(*tab, view, pos.data(), rope::direction::forward, rnd);
+    const rope::status st = rope::apply<T, dim_arg<D, Dynamic>>(*tab, view, pos.data(), rope::direction::forward, rnd);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -170,7 +178,7 @@ void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
 }
 
 // Out of place: float in, TOut out (float, or fp16 straight into a cache).
-template <class TOut, int D, rope::layout L>
+template <class TOut, int D, rope::layout L, bool Dynamic = false>
 void BM_ApplyOut(benchmark::State& state, int tokens, int grp,
                  rope::rounding rnd = rope::rounding::accurate) {
   auto tab = bench_table<D, L>();
@@ -180,7 +188,8 @@ void BM_ApplyOut(benchmark::State& state, int tokens, int grp,
   const auto in = rope::packed_heads<const float>(x.data(), tokens, kHeads, D);
   const auto out = rope::packed_heads(y.data(), tokens, kHeads, D);
   for (auto _ : state) {
-    const rope::status st = rope::apply<float, D>(*tab, in, out, pos.data(), rope::direction::forward, rnd);
+    const rope::status st =
+        rope::apply<float, dim_arg<D, Dynamic>>(*tab, in, out, pos.data(), rope::direction::forward, rnd);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -308,6 +317,10 @@ void register_layout(int T) {
       [T](benchmark::State& s) { BM_Apply<rope::bfloat16, D, L>(s, T, g_bf16_fast, fast); });
   add("BM_ApplyOut<float->fp16 fast, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16_fast, fast); });
+  add("BM_Apply<float, dynamic " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_Apply<float, D, L, true>(s, T, g_dynamic); });
+  add("BM_ApplyOut<float->float, dynamic " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<float, D, L, true>(s, T, g_out_dynamic); });
   if (T == 1) {
     as_decode_pair(add("BM_Decode<float, " + d + ", " + l + ", compile_time>" + suffix,
                        [](benchmark::State& s) { BM_Decode<D, L, false>(s); }));
@@ -435,6 +448,23 @@ int main(int argc, char** argv) {
                     g_fp16_fast, g_convert_fp16, "conv GB/s");
   print_ratio_table(rep, "bf16 storage, in place, rounding::fast (baseline: the bf16 conversion stream)",
                     g_bf16_fast, g_convert_bf16, "conv GB/s");
+
+  std::printf("\nDim = rope::dynamic (the rotary dim read from the table; compiled kernels for "
+              "ROPE_DYNAMIC_DIMS), float: time over the time with Dim = D\n");
+  std::printf("%5s %6s %18s %18s %18s %18s\n", "D", "tokens", "in place inter", "in place half",
+              "out of place inter", "out of place half");
+  for (int D : kDims)
+    for (int T : kTokens) {
+      double r[4];
+      bool all = true;
+      int c = 0;
+      for (auto [dyn, fixed] : {std::pair<int, int>{g_dynamic, g_float}, {g_out_dynamic, g_out}})
+        for (int kind : {1, 2}) {
+          all = all && rep.has(dyn, D, T, kind) && rep.has(fixed, D, T, kind);
+          r[c++] = all ? rep.at(fixed, D, T, kind) / rep.at(dyn, D, T, kind) : 0.0;
+        }
+      if (all) std::printf("%5d %6d %18.2f %18.2f %18.2f %18.2f\n", D, T, r[0], r[1], r[2], r[3]);
+    }
 
   std::printf("\ndecode (T = 1, %d heads): ns per call, compile-time dispatch (%s, this binary's flags) vs "
               "runtime dispatch built for baseline x86-64 (chose %s), fastest of 40 repetitions each\n",

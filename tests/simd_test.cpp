@@ -610,6 +610,72 @@ TEST(Dispatch, PathTheCpuLacksIsRefused) {
   EXPECT_EQ(calls(rope::isa::neon) + 0, calls(rope::isa::neon));
 }
 
+// rope::apply with Dim = rope::dynamic: rotary dims in ROPE_DYNAMIC_DIMS (64, 80, 96, 128, 256 by
+// default) run the kernels compiled for that dim, others (112, and the partial dims 40, 48, 56)
+// the kernels for a run-time dim. Either way the bits are the scalar specification's, in place
+// and out of place, with the output 1 KiB above the input modulo 4096 (compiled x86 kernels
+// then run backwards) and 1 KiB below, and a copied tail where the rotary dim is partial.
+template <class TIn, class TOut>
+void check_dynamic_call(int D, int d, rope::layout l, bool in_place, std::size_t phase,
+                        std::uint64_t seed) {
+  using Real = rope::compute_type_t<TIn>;
+  const rope::spec sp = rope::make_spec(D, d, 1e4, l);
+  const auto tab = rope::table<Real>::build(rope::default_frequencies(sp), l, 64, rope::table_mode::dense);
+  constexpr int T = 3, H = 5;
+  const auto n = static_cast<std::size_t>(T * H * D);
+  std::mt19937_64 gen(seed);
+  std::vector<std::int32_t> pos(T);
+  for (auto& p : pos) p = static_cast<std::int32_t>(gen() % 64);
+  guarded<TIn> in_a(n, 0), in_b(n, 0);
+  guarded<TOut> out_a(n, 0, phase), out_b(n, 0, phase);
+  for (std::size_t i = 0; i < n; ++i) {
+    const TIn v = random_value<TIn>(gen);
+    std::memcpy(in_a.data() + i, &v, sizeof v);
+    std::memcpy(in_b.data() + i, &v, sizeof v);
+  }
+  const auto z = static_cast<std::size_t>(D);
+  TOut* spec_out = in_place ? reinterpret_cast<TOut*>(in_a.data()) : out_a.data();
+  rope::detail::run_with<rope::detail::scalar_kernels, rope::dynamic>(
+      *tab,
+      rope::detail::job<TIn, TOut, std::int32_t>{in_a.data(), spec_out, T, H, H * z, z, H * z, z, z,
+                                                 pos.data(), !in_place},
+      rope::direction::forward, rope::rounding::accurate);
+  rope::status st = rope::status::ok;
+  if constexpr (std::is_same<TIn, TOut>::value) {
+    if (in_place) st = rope::apply<TIn>(*tab, rope::packed_heads(in_b.data(), T, H, D), pos.data());
+  }
+  if (!in_place)
+    st = rope::apply<TIn>(*tab, rope::packed_heads<const TIn>(in_b.data(), T, H, D),
+                          rope::packed_heads(out_b.data(), T, H, D), pos.data());
+  ASSERT_EQ(st, rope::status::ok);
+  const std::string what = std::string(rope::to_string(rope::active_isa())) + " D=" + std::to_string(D) +
+                           " d=" + std::to_string(d) + " " + rope::to_string(l) +
+                           (in_place ? " in place" : " out of place") + " out phase " +
+                           std::to_string(phase) + " in " + std::to_string(sizeof(TIn)) + "B out " +
+                           std::to_string(sizeof(TOut)) + "B";
+  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
+  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
+}
+
+TEST(Dispatch, DynamicDimGivesTheSpecificationsBits) {
+  std::uint64_t seed = 11;
+  int cases = 0;
+  for (int D : {64, 80, 96, 112, 128, 256})
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+      for (int d : {D, D / 2})
+        for (std::size_t phase : {1024u, 3072u}) {
+          for (bool in_place : {true, false}) {
+            check_dynamic_call<float, float>(D, d, l, in_place, phase, ++seed);
+            check_dynamic_call<rope::float16, rope::float16>(D, d, l, in_place, phase, ++seed);
+            cases += 2;
+          }
+          check_dynamic_call<float, rope::bfloat16>(D, d, l, false, phase, ++seed);
+          ++cases;
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+  std::printf("dynamic-Dim calls checked: %d\n", cases);
+}
+
 TEST(Dispatch, UserTypeWithoutFormatRunsScalar) {
   // double in, double out is vectorised; a TOut of another compute type is not: the scalar
   // path runs whatever is forced.

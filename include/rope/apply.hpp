@@ -360,15 +360,67 @@ void run_dispatched(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direc
   }
 }
 
-/// Runs a validated job on the active path (compile-time or runtime dispatch, rope/isa.hpp).
+/// Runs a validated job with a compile-time Dim (0: the rotary dim read from the table) on the
+/// active path (compile-time or runtime dispatch, rope/isa.hpp).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
-         rounding rnd) noexcept {
+void run_fixed(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+               rounding rnd) noexcept {
 #if defined(ROPE_RUNTIME_DISPATCH)
   run_dispatched<Dim>(tab, jb, dir, rnd);
 #else
   run_static<Dim>(tab, jb, dir, rnd);
 #endif
+}
+
+template <std::size_t... Dims>
+struct dim_list {};
+
+/// The rotary dims that a Dim = rope::dynamic call runs on the kernels compiled for that dim
+/// (ROPE_DYNAMIC_DIMS, a comma-separated list; default 64, 80, 96, 128, 256, the head dims
+/// benchmarked); other dims take the kernels for a run-time dim. Only the compiled ones hold
+/// the table row in registers for all the heads of a token, end rows with an overlapping or
+/// half vector instead of a masked one, and run out-of-place jobs backwards where that avoids
+/// 4K aliasing (rope/arch/detail/kernel_body.inc). Without this list, Dim = rope::dynamic took
+/// 1.25-1.64x the time of Dim = D at decode for these five dims and up to 5.3x (D = 80
+/// half-split in place; apply_bench's "Dim = rope::dynamic" table); with it, 0.94-1.24x (noise
+/// and one more call). The bits are the same either way. Each dim
+/// listed adds its kernels to every program that calls rope::apply with rope::dynamic (a few
+/// seconds of compile time per translation unit); define ROPE_DYNAMIC_DIMS empty to keep only
+/// the run-time ones.
+#ifndef ROPE_DYNAMIC_DIMS
+#define ROPE_DYNAMIC_DIMS 64, 80, 96, 128, 256
+#endif
+using dynamic_dims = dim_list<ROPE_DYNAMIC_DIMS>;
+
+// Out of line: inlined into the caller next to the caller's rows, the kernels of every listed
+// dim were seen writing past a short row (e.g. a one-vector call on an 80-element array) in
+// branches that never run for it, and GCC's -Warray-bounds reported them. One call more per
+// dynamic call.
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+ROPE_NOINLINE void run_listed(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+                              rounding rnd) noexcept {
+  run_fixed<Dim>(tab, jb, dir, rnd);
+}
+
+template <class Real, class TIn, class TOut, class Pos, std::size_t... Dims>
+void run_dynamic(dim_list<Dims...>, const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
+                 direction dir, rounding rnd) noexcept {
+  static_assert(((Dims % 2 == 0 && Dims > 0 && Dims <= static_cast<std::size_t>(max_rotary_dim)) && ...),
+                "ROPE_DYNAMIC_DIMS: even rotary dims in [2, rope::max_rotary_dim]");
+  const auto d = static_cast<std::size_t>(tab.rotary_dim());
+  const bool done = ((d == Dims ? (run_listed<Dims>(tab, jb, dir, rnd), true) : false) || ...);
+  if (!done) run_fixed<0>(tab, jb, dir, rnd);
+}
+
+/// Runs a validated job: with Dim = 0 (rope::dynamic) and types the vector paths take, through
+/// the listed dims' kernels when the table's rotary dim is one of them (run_dynamic).
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
+         rounding rnd) noexcept {
+  if constexpr (Dim == 0 && vector_types<Real, TIn, TOut>())
+    run_dynamic(dynamic_dims{}, tab, jb, dir, rnd);
+  else
+    run_fixed<Dim>(tab, jb, dir, rnd);
 }
 
 // The bodies of the public overloads. Views go by const reference all the way down, from the
