@@ -12,7 +12,7 @@
 // as zero). Runtime-dispatched builds (no AVX512_BF16 in the target) use the integer form.
 //
 // This file holds what is AVX-512's own: the vector types, conversions and masks (detail::vec,
-// detail::io, detail::half_vectors). The kernels written over them (rotate_row, run) are the
+// detail::io, detail::half_vectors). The kernels written over them (rotate_rows, run) are the
 // shared text rope/arch/detail/kernel_body.inc, included at the end inside this namespace and
 // this target, as avx2.hpp does with its own types.
 //
