@@ -377,13 +377,12 @@ struct dim_list {};
 
 /// The rotary dims that a Dim = rope::dynamic call runs on the kernels compiled for that dim
 /// (ROPE_DYNAMIC_DIMS, a comma-separated list; default 64, 80, 96, 128, 256, the head dims
-/// benchmarked); other dims take the kernels for a run-time dim. Only the compiled ones hold
-/// the table row in registers for all the heads of a token, end rows with an overlapping or
-/// half vector instead of a masked one, and run out-of-place jobs backwards where that avoids
-/// 4K aliasing (rope/arch/detail/kernel_body.inc). Without this list, Dim = rope::dynamic took
-/// 1.25-1.64x the time of Dim = D at decode for these five dims and up to 5.3x (D = 80
-/// half-split in place; apply_bench's "Dim = rope::dynamic" table); with it, 0.94-1.24x (noise
-/// and one more call). The bits are the same either way. Each dim
+/// benchmarked); other dims take the kernels for a run-time dim. Only the compiled ones run
+/// each row as straight-line code and run out-of-place jobs backwards where that avoids 4K
+/// aliasing (rope/arch/detail/kernel_body.inc); both hold the table row in registers. For
+/// these five dims the run-time kernels take 1.0-1.3x the time of Dim = D (up to 1.6x, D = 80
+/// half-split in place; apply_bench's "Dim = rope::dynamic" table built with the list empty),
+/// the listed ones 0.94-1.24x (noise and one more call). The bits are the same either way. Each dim
 /// listed adds its kernels to every program that calls rope::apply with rope::dynamic (a few
 /// seconds of compile time per translation unit); define ROPE_DYNAMIC_DIMS empty to keep only
 /// the run-time ones.
