@@ -479,6 +479,20 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
         {"high_freq_factor", 2},
         {"original_max_position_embeddings", 8192}},
        "low_freq_factor"},
+      {"low > high (reversed bands)",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 4},
+        {"high_freq_factor", 1},
+        {"original_max_position_embeddings", 8192}},
+       "low_freq_factor"},
+      {"longrope M0 1: ln M0 = 0 in the attention factor",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"factor", 4},
+        {"original_max_position_embeddings", 1}},
+       "original_max_position_embeddings"},
       {"low_freq_factor Inf",
        {{"rope_type", "llama3"},
         {"factor", 8},
@@ -580,6 +594,7 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   y.mscale_all_dim = 1;
   expect(y, "mscale", "yarn negative temperature");
   expect(rope::scaling::llama3_scaling(8, 4, 4, 8192), "low_freq_factor", "llama3 low == high");
+  expect(rope::scaling::llama3_scaling(8, 4, 1, 8192), "low_freq_factor=4", "llama3 low > high");
   expect(longrope_example(31), "short_factor", "longrope list length");
   rope::scaling lr = longrope_example(32);
   lr.long_factor[31] = 0;

@@ -98,7 +98,11 @@ struct scaling {
   double mscale_all_dim = 0.0;
   /// yarn, longrope: explicit attention factor A, overriding the computed one.
   std::optional<double> attention_factor;
-  /// llama3: alpha and beta of the wavelength bands (must differ, both > 0).
+  /// llama3: alpha < beta of the wavelength bands, both > 0. HF only warns when beta <= alpha;
+  /// here it is an error: equal factors divide by zero in the blend, and reversed ones make
+  /// the band tests overlap, where HF's order (low band first) and llama.cpp's converter
+  /// (high band first) give different frequencies. (Llama 4's configs set both to 1: express
+  /// them as rope::frequencies, theta_j / factor where 2 pi / theta_j > M0, else theta_j.)
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
@@ -246,8 +250,9 @@ inline double ntk_base(double base, long double g, int rotary_dim) {
 /// Throws std::invalid_argument naming the first bad key of sc (or spec field). Checks:
 /// factor finite and > 0; the lengths each method reads positive; yarn beta_fast > beta_slow
 /// > 0, mscale/mscale_all_dim/attention_factor finite (a resulting attention factor must be
-/// finite and > 0); llama3 low_freq_factor != high_freq_factor, both finite and > 0; longrope
-/// lists of rotary_dim/2 finite entries > 0; ntk and dynamic need rotary_dim >= 4.
+/// finite and > 0); llama3 low_freq_factor < high_freq_factor, both finite and > 0; longrope
+/// lists of rotary_dim/2 finite entries > 0, and M0 > 1 where the attention factor divides by
+/// ln M0 (factor > 1, none given); ntk and dynamic need rotary_dim >= 4.
 inline void validate(const spec& s, const scaling& sc) {
   validate(s);
   const char* name = to_string(sc.type);
@@ -297,10 +302,12 @@ inline void validate(const spec& s, const scaling& sc) {
       detail::check_positive("factor", sc.factor, name);
       detail::check_positive("low_freq_factor", sc.low_freq_factor, name);
       detail::check_positive("high_freq_factor", sc.high_freq_factor, name);
-      if (sc.low_freq_factor == sc.high_freq_factor)
+      if (!(sc.low_freq_factor < sc.high_freq_factor))
         detail::scaling_error("low_freq_factor", detail::format_double(sc.low_freq_factor),
-                              "must differ from high_freq_factor (llama3: it divides by their "
-                              "difference)");
+                              "must be less than high_freq_factor=" +
+                                  detail::format_double(sc.high_freq_factor) +
+                                  " (llama3: the blend divides by their difference, and "
+                                  "reversed bands overlap)");
       detail::check_positive_int("original_max_position_embeddings",
                                  sc.original_max_position_embeddings, name);
       return;
@@ -312,6 +319,10 @@ inline void validate(const spec& s, const scaling& sc) {
                                  sc.original_max_position_embeddings, name);
       if (sc.attention_factor)
         detail::check_positive("attention_factor", *sc.attention_factor, name);
+      else if (sc.factor > 1.0 && sc.original_max_position_embeddings == 1)
+        detail::scaling_error("original_max_position_embeddings", "1",
+                              "makes ln M0 = 0 in the attention factor sqrt(1 + ln factor / ln "
+                              "M0) (longrope, factor > 1 and no attention_factor)");
       return;
   }
   detail::scaling_error("rope_type", std::to_string(static_cast<int>(sc.type)),
