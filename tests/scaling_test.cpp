@@ -304,6 +304,27 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   EXPECT_TRUE(m.scaling.truncate);
   EXPECT_FALSE(m.scaling.attention_factor.has_value());
 
+  // yarn with an explicit null factor: max_position_embeddings / M0 (HF main); a null
+  // elsewhere is an absent key. Same frequencies as the explicit factor.
+  cfg = llama_like();
+  cfg.max_position_embeddings = 131072;
+  cfg.rope_scaling = {{"rope_type", "yarn"},
+                      {"factor", nullptr},
+                      {"original_max_position_embeddings", 4096},
+                      {"attention_factor", nullptr}};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.factor, 32.0);
+  EXPECT_FALSE(m.scaling.attention_factor.has_value());
+  rope::model_config explicit_cfg = cfg;
+  explicit_cfg.rope_scaling = {
+      {"rope_type", "yarn"}, {"factor", 32}, {"original_max_position_embeddings", 4096}};
+  const rope::scaled_spec e = rope::from_config(explicit_cfg, rope::layout::half_split);
+  const rope::frequencies fn = rope::compute_frequencies(m.spec, m.scaling, 0).frequencies;
+  const rope::frequencies fe = rope::compute_frequencies(e.spec, e.scaling, 0).frequencies;
+  EXPECT_EQ(fn.inv_freq, fe.inv_freq);
+  EXPECT_EQ(fn.attention_factor, fe.attention_factor);
+  EXPECT_NE(fn.inv_freq, rope::default_frequencies(m.spec).inv_freq);
+
   // Phi-3 style longrope: top-level original_max_position_embeddings, factor from the ratio,
   // partial rotary factor.
   cfg = rope::model_config{};
@@ -479,6 +500,11 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
         {"high_freq_factor", 2},
         {"original_max_position_embeddings", 8192}},
        "low_freq_factor"},
+      {"yarn factor null without max_position_embeddings",
+       {{"rope_type", "yarn"}, {"factor", nullptr}, {"original_max_position_embeddings", 4096}},
+       "factor=null",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
+      {"llama3 factor null", {{"rope_type", "llama3"}, {"factor", nullptr}}, "factor"},
       {"low > high (reversed bands)",
        {{"rope_type", "llama3"},
         {"factor", 8},

@@ -502,10 +502,12 @@ std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, s
 // From a model's config.
 
 /// One value of a `rope_scaling` / `rope_parameters` entry as the engine's JSON parser gives
-/// it: a number, a list of numbers, a bool or a string (rope_type).
+/// it: a number, a list of numbers, a bool, a string (rope_type) or null. A null counts as an
+/// absent key (HF reads both as None), except yarn's `factor`, where an explicit null means
+/// max_position_embeddings / original_max_position_embeddings (HF main).
 class config_value {
  public:
-  enum class kind : unsigned char { number, list, boolean, text };
+  enum class kind : unsigned char { number, list, boolean, text, null };
 
   /// A number 0 (so that std::map::operator[] works).
   config_value() noexcept : kind_(kind::number) {}
@@ -518,6 +520,7 @@ class config_value {
   config_value(std::initializer_list<double> v) : kind_(kind::list), list_(v) {}   // NOLINT
   config_value(std::string v) : kind_(kind::text), text_(std::move(v)) {}          // NOLINT
   config_value(const char* v) : kind_(kind::text), text_(v) {}                     // NOLINT
+  config_value(std::nullptr_t) noexcept : kind_(kind::null) {}                      // NOLINT
 
   kind type() const noexcept { return kind_; }
   double number() const noexcept { return number_; }
@@ -569,9 +572,16 @@ class scaling_keys {
   explicit scaling_keys(const std::map<std::string, config_value>& m, const char* type)
       : map_(m), type_(type) {}
 
+  // The key's value, or nullptr when it is absent or null.
   const config_value* find(const char* key) const {
     auto it = map_.find(key);
-    return it == map_.end() ? nullptr : &it->second;
+    return it == map_.end() || it->second.type() == config_value::kind::null ? nullptr
+                                                                             : &it->second;
+  }
+
+  bool is_null(const char* key) const {
+    auto it = map_.find(key);
+    return it != map_.end() && it->second.type() == config_value::kind::null;
   }
 
   std::optional<double> number(const char* key) const {
@@ -630,6 +640,8 @@ class scaling_keys {
         return v.boolean() ? "true" : "false";
       case config_value::kind::text:
         return "\"" + v.text() + "\"";
+      case config_value::kind::null:
+        return "null";
     }
     return "?";
   }
@@ -657,12 +669,13 @@ inline scaling_type parse_rope_type(const std::string& t) {
 /// current code does (shared/rope-formulas.md sections 3-9, 13): yarn beta_fast/beta_slow 0
 /// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn and longrope M0
 /// defaults to max_position_embeddings; the longrope factor defaults to
-/// max_position_embeddings / M0; a top-level original_max_position_embeddings takes priority
-/// over the rope_scaling key. The layout is not in the config: name it.
+/// max_position_embeddings / M0, and so does a yarn factor given as null; a top-level
+/// original_max_position_embeddings takes priority over the rope_scaling key; any other null is
+/// an absent key. The layout is not in the config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
 /// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, beta_fast <=
-/// beta_slow, low_freq_factor == high_freq_factor, a list of the wrong length or with an entry
+/// beta_slow, low_freq_factor >= high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions or base.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
@@ -749,8 +762,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.max_position_embeddings = cfg.max_position_embeddings;
       break;
     case scaling_type::yarn: {
-      sc.factor = keys.required_number("factor");
-      sc.original_max_position_embeddings = resolve_m0(true);
+      if (keys.is_null("factor")) {  // HF main: max_position_embeddings / M0
+        if (cfg.max_position_embeddings <= 0)
+          detail::scaling_error("factor", "null",
+                                "needs max_position_embeddings, which gives its value (yarn), "
+                                "and it is absent");
+        sc.original_max_position_embeddings = resolve_m0(true);
+        sc.factor = static_cast<double>(cfg.max_position_embeddings) /
+                    static_cast<double>(sc.original_max_position_embeddings);
+      } else {
+        sc.factor = keys.required_number("factor");
+        sc.original_max_position_embeddings = resolve_m0(true);
+      }
       const double bf = keys.number("beta_fast").value_or(0.0);
       const double bs = keys.number("beta_slow").value_or(0.0);
       sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
