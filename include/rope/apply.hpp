@@ -378,8 +378,8 @@ struct dim_list {};
 /// The rotary dims that a Dim = rope::dynamic call runs on the kernels compiled for that dim
 /// (ROPE_DYNAMIC_DIMS, a comma-separated list; default 64, 80, 96, 128, 256, the head dims
 /// benchmarked); other dims take the kernels for a run-time dim. Only the compiled ones run
-/// each row as straight-line code and run out-of-place jobs backwards where that avoids 4K
-/// aliasing (rope/arch/detail/kernel_body.inc); both hold the table row in registers. For
+/// each row as straight-line code; both hold the table row in registers and run out-of-place
+/// jobs backwards where that avoids 4K aliasing (rope/arch/detail/kernel_body.inc). For
 /// these five dims the run-time kernels take 1.0-1.3x the time of Dim = D (up to 1.6x, D = 80
 /// half-split in place; apply_bench's "Dim = rope::dynamic" table built with the list empty),
 /// the listed ones 0.94-1.24x (noise and one more call). The bits are the same either way. Each dim
