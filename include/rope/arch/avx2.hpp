@@ -8,9 +8,9 @@
 // nearest even); bf16 with integer operations identical to rope::float_to_bf16.
 //
 // This file holds what is AVX2's own: the vector types, conversions and tail masks
-// (detail::vec, detail::io). The kernels written over them (rotate_rows, run) are the shared
-// text rope/arch/detail/kernel_body.inc, included at the end inside this namespace and this
-// target, as avx512.hpp does with its own types.
+// (detail::vec, detail::io). The kernels written over them (rotate_row_held, rotate_row_dyn,
+// run) are the shared text rope/arch/detail/kernel_body.inc, included at the end inside this
+// namespace and this target, as avx512.hpp does with its own types.
 //
 // Every function carries the target attribute unless the compiler's flags already enable the
 // ISA, so a baseline x86-64 build can hold these kernels for runtime dispatch (rope/isa.hpp).
