@@ -745,6 +745,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                       to_string(sc.type) +
                       (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
   };
+  // HF's default factor, max_position_embeddings / M0: yarn's when `factor` is null, longrope's
+  // when it is absent. `missing` says what the error names when max_position_embeddings is absent.
+  auto factor_from_lengths = [&](std::int64_t m0, const std::string& missing) -> double {
+    if (cfg.max_position_embeddings <= 0) detail::raise(error_kind::invalid_argument, missing);
+    return static_cast<double>(cfg.max_position_embeddings) / static_cast<double>(m0);
+  };
 
   switch (sc.type) {
     case scaling_type::none:
@@ -762,18 +768,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.max_position_embeddings = cfg.max_position_embeddings;
       break;
     case scaling_type::yarn: {
-      if (keys.is_null("factor")) {  // HF main: max_position_embeddings / M0
-        if (cfg.max_position_embeddings <= 0)
-          detail::scaling_error("factor", "null",
-                                "needs max_position_embeddings, which gives its value (yarn), "
-                                "and it is absent");
-        sc.original_max_position_embeddings = resolve_m0(true);
-        sc.factor = static_cast<double>(cfg.max_position_embeddings) /
-                    static_cast<double>(sc.original_max_position_embeddings);
-      } else {
-        sc.factor = keys.required_number("factor");
-        sc.original_max_position_embeddings = resolve_m0(true);
-      }
+      sc.original_max_position_embeddings = resolve_m0(true);
+      sc.factor = keys.is_null("factor")  // HF main: max_position_embeddings / M0
+                      ? factor_from_lengths(sc.original_max_position_embeddings,
+                                            "factor=null needs max_position_embeddings, "
+                                            "which gives its value (yarn), and it is absent")
+                      : keys.required_number("factor");
       const double bf = keys.number("beta_fast").value_or(0.0);
       const double bs = keys.number("beta_slow").value_or(0.0);
       sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
@@ -794,16 +794,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.short_factor = keys.required_list("short_factor");
       sc.long_factor = keys.required_list("long_factor");
       sc.original_max_position_embeddings = resolve_m0(true);
-      if (auto f = keys.number("factor")) {
-        sc.factor = *f;
-      } else {
-        if (cfg.max_position_embeddings <= 0)
-          detail::raise(error_kind::invalid_argument,
-                        "missing required key factor (rope_type longrope; max_position_embeddings, "
-                        "which gives its default, is absent too)");
-        sc.factor = static_cast<double>(cfg.max_position_embeddings) /
-                    static_cast<double>(sc.original_max_position_embeddings);
-      }
+      const std::optional<double> f = keys.number("factor");
+      sc.factor = f ? *f
+                    : factor_from_lengths(sc.original_max_position_embeddings,
+                                          "missing required key factor (rope_type longrope; "
+                                          "max_position_embeddings, which gives its default, is "
+                                          "absent too)");
       sc.attention_factor = keys.number("attention_factor");
       break;
     }
