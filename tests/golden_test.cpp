@@ -3,12 +3,16 @@
 // copy under tests/data/golden) is evaluated at every position, in float and in double.
 // Nothing is skipped silently: a case whose rope_type the library does not implement yet is
 // listed by name, and counted, as an expected failure (kNotYetImplemented, the one place).
+// Each case is checked on its own: a malformed file (unknown layout, a short or missing record,
+// no `end`), an error from the library or a wrong value fails that case by name, and the
+// remaining cases still run. Optional keys (derived_*) are compared only when present.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -43,31 +47,56 @@ struct golden_case {
   double number(const std::string& key) const { return std::strtod(at(key).c_str(), nullptr); }
 };
 
-golden_case read_case(const fs::path& path) {
+// Reads a case; `problems` lists what is malformed (the case then fails by name).
+golden_case read_case(const fs::path& path, std::vector<std::string>& problems) {
   golden_case c;
   c.name = path.stem().string();
   std::ifstream in(path);
+  if (!in) problems.push_back("cannot open " + path.string());
   std::string line;
-  while (std::getline(in, line) && line != "end_header") {
+  bool header_ended = false;
+  while (std::getline(in, line)) {
+    if (line == "end_header") {
+      header_ended = true;
+      break;
+    }
     if (line.empty() || line[0] == '#') continue;
     const auto eq = line.find('=');
-    if (eq != std::string::npos) c.header[line.substr(0, eq)] = line.substr(eq + 1);
+    if (eq == std::string::npos) problems.push_back("header line without '=': " + line);
+    else c.header[line.substr(0, eq)] = line.substr(eq + 1);
   }
+  if (!header_ended) problems.push_back("no end_header line");
   std::string tag, token;
-  while (in >> tag && tag != "end") {
+  bool ended = false;
+  while (in >> tag) {
+    if (tag == "end") {
+      ended = true;
+      break;
+    }
+    if (tag != "inv_freq" && tag != "x" && tag != "out") {
+      problems.push_back("unknown record '" + tag + "'");
+      return c;
+    }
     std::int64_t p = 0;
-    if (tag == "out") in >> p;
     std::size_t n = 0;
-    in >> n;
+    if ((tag == "out" && !(in >> p)) || !(in >> n)) {
+      problems.push_back("unreadable " + tag + " record header");
+      return c;
+    }
     std::vector<double> v(n);
     for (auto& e : v) {
-      in >> token;
-      e = std::strtod(token.c_str(), nullptr);
+      char* end = nullptr;
+      if (!(in >> token) || (e = std::strtod(token.c_str(), &end), *end != '\0')) {
+        problems.push_back("short or unreadable " + tag + " record (" + std::to_string(n) +
+                           " numbers announced)");
+        return c;
+      }
     }
     if (tag == "inv_freq") c.inv_freq = v;
     else if (tag == "x") c.x = v;
     else c.outs.emplace_back(p, v);
   }
+  if (!ended) problems.push_back("no `end` after the records");
   return c;
 }
 
@@ -77,8 +106,11 @@ fs::path golden_dir() {
   return ROPE_LOCAL_GOLDEN_DIR;
 }
 
-rope::layout layout_of(const golden_case& c) {
-  return c.at("layout") == "interleaved" ? rope::layout::interleaved : rope::layout::half_split;
+// `interleaved` or `half`; anything else is reported, never read as one of them.
+std::optional<rope::layout> layout_of(const golden_case& c) {
+  if (c.at("layout") == "interleaved") return rope::layout::interleaved;
+  if (c.at("layout") == "half") return rope::layout::half_split;
+  return std::nullopt;
 }
 
 std::vector<double> numbers(const std::string& text) {
@@ -89,15 +121,31 @@ std::vector<double> numbers(const std::string& text) {
   return v;
 }
 
+// The partial_rotary_factor handed to from_config. The file's `rotary_dim` is the one to use
+// (its partial_rotary_factor is for information): the file's factor when int(D * rho) gives it,
+// else the smallest double at or above d / D that does.
+double rho_for(const golden_case& c) {
+  const int D = c.integer("head_dim"), d = c.integer("rotary_dim");
+  const auto gives_d = [&](double r) {
+    return static_cast<int>(std::floor(static_cast<double>(D) * r)) == d;
+  };
+  if (c.header.count("partial_rotary_factor") && gives_d(c.number("partial_rotary_factor")))
+    return c.number("partial_rotary_factor");
+  double r = static_cast<double>(d) / static_cast<double>(D);
+  for (int i = 0; i < 4 && !gives_d(r); ++i) r = std::nextafter(r, 2.0);
+  return r;
+}
+
 // The library's frequencies for a case, built through rope::from_config from the header's
-// HF keys (so the config resolution is under test too), or nothing when its rope_type is not
-// implemented. dynamic and longrope cases give the sequence length (seq_len).
-std::optional<rope::frequencies> frequencies_for(const golden_case& c) {
+// HF keys (so the config resolution is under test too). dynamic and longrope cases give the
+// sequence length (seq_len). Throws what the library throws (an unimplemented rope_type, a
+// refused configuration).
+rope::frequencies frequencies_for(const golden_case& c, rope::layout l) {
   const std::string type = c.at("rope_type");
   rope::model_config cfg;
   cfg.rope_theta = c.number("base");
   cfg.head_dim = c.integer("head_dim");
-  cfg.partial_rotary_factor = c.number("partial_rotary_factor");
+  cfg.partial_rotary_factor = rho_for(c);
   if (c.header.count("max_position_embeddings"))
     cfg.max_position_embeddings = static_cast<std::int64_t>(c.number("max_position_embeddings"));
   auto& rs = cfg.rope_scaling;
@@ -105,22 +153,27 @@ std::optional<rope::frequencies> frequencies_for(const golden_case& c) {
   for (const char* key : {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
                           "mscale", "mscale_all_dim", "low_freq_factor", "high_freq_factor"})
     if (c.header.count(key)) rs[key] = c.number(key);
-  if (c.header.count("truncate")) rs["truncate"] = c.at("truncate") == "true";
+  if (c.header.count("truncate")) {
+    EXPECT_TRUE(c.at("truncate") == "true" || c.at("truncate") == "false")
+        << c.name << ": truncate=" << c.at("truncate");
+    rs["truncate"] = c.at("truncate") == "true";
+  }
   // attention_factor (always present) is the expected result; attention_factor_config is the
   // configured override, present only when the configuration sets one.
   if (c.header.count("attention_factor_config"))
     rs["attention_factor"] = c.number("attention_factor_config");
   for (const char* key : {"short_factor", "long_factor"})
     if (c.header.count(key)) rs[key] = numbers(c.at(key));
-  const rope::scaled_spec m = rope::from_config(cfg, layout_of(c));
+  const rope::scaled_spec m = rope::from_config(cfg, l);
   EXPECT_EQ(m.spec.rotary_dim, c.integer("rotary_dim")) << c.name;
   const std::int64_t seq_len =
       c.header.count("seq_len") ? static_cast<std::int64_t>(c.number("seq_len")) : 0;
   const rope::scaled_frequencies sf = rope::compute_frequencies(m.spec, m.scaling, seq_len);
-  if (type == "longrope") {
+  // Debug keys: optional in the format, compared when the file has them.
+  if (type == "longrope" && c.header.count("derived_selected_factors")) {
     EXPECT_EQ(sf.frequencies.description, "longrope:" + c.at("derived_selected_factors")) << c.name;
   }
-  if (type == "ntk" || type == "dynamic") {
+  if ((type == "ntk" || type == "dynamic") && c.header.count("derived_effective_base")) {
     EXPECT_NEAR(sf.choice.effective_base, c.number("derived_effective_base"),
                 1e-13 * c.number("derived_effective_base"))
         << c.name;
@@ -135,11 +188,12 @@ struct totals {
 };
 
 template <class Real>
-double run_case(const golden_case& c, const rope::frequencies& f, const char* path_name) {
+double run_case(const golden_case& c, const rope::frequencies& f, rope::layout l,
+                const char* path_name) {
   const int D = c.integer("head_dim");
   std::int64_t max_p = 0;
   for (auto& o : c.outs) max_p = std::max(max_p, o.first);
-  auto tab = rope::table<Real>::build(f, layout_of(c), max_p + 1);
+  auto tab = rope::table<Real>::build(f, l, max_p + 1);
   const double a = f.attention_factor;
   double max_x = 0;
   for (double v : c.x) max_x = std::max(max_x, std::fabs(v));
@@ -162,6 +216,61 @@ double run_case(const golden_case& c, const rope::frequencies& f, const char* pa
   return worst;
 }
 
+// One case, start to end; a fatal failure (ASSERT) ends this case only.
+void check_case(const fs::path& path, totals& tot) {
+  std::vector<std::string> problems;
+  const golden_case c = read_case(path, problems);
+  ++tot.cases;
+  for (const auto& why : problems) ADD_FAILURE() << c.name << ": malformed file: " << why;
+  ASSERT_TRUE(problems.empty()) << c.name;
+  ASSERT_EQ(c.at("format"), "rope-golden/1") << c.name;
+  const std::optional<rope::layout> l = layout_of(c);
+  ASSERT_TRUE(l.has_value()) << c.name << ": layout=" << c.at("layout")
+                             << " is neither interleaved nor half";
+  const int D = c.integer("head_dim"), d = c.integer("rotary_dim");
+  ASSERT_GT(D, 0) << c.name << ": head_dim=" << c.at("head_dim");
+  ASSERT_TRUE(d > 0 && d <= D && d % 2 == 0) << c.name << ": rotary_dim=" << c.at("rotary_dim");
+  ASSERT_EQ(c.x.size(), static_cast<std::size_t>(D)) << c.name << ": x record length";
+  ASSERT_EQ(c.outs.size(), static_cast<std::size_t>(c.integer("num_positions"))) << c.name;
+  if (c.header.count("positions")) {
+    const std::vector<double> listed = numbers(c.at("positions"));
+    ASSERT_EQ(listed.size(), c.outs.size()) << c.name << ": positions list";
+    for (std::size_t i = 0; i < listed.size(); ++i)
+      EXPECT_EQ(static_cast<std::int64_t>(listed[i]), c.outs[i].first)
+          << c.name << ": out record " << i << " against positions";
+  }
+  for (const auto& [p, want] : c.outs) {
+    ASSERT_GE(p, 0) << c.name;
+    ASSERT_EQ(want.size(), static_cast<std::size_t>(D)) << c.name << ": out " << p << " length";
+  }
+  const std::string type = c.at("rope_type");
+  std::optional<rope::frequencies> f;
+  std::string error;
+  try {
+    f = frequencies_for(c, *l);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!f) {
+    if (kNotYetImplemented.count(type)) {
+      ++tot.expected_failures;
+      tot.xfail_names.push_back(c.name + " (" + type + ")");
+    } else {
+      ADD_FAILURE() << c.name << ": rope_type '" << type << "': the library refused it: " << error;
+    }
+    return;
+  }
+  tot.outputs += static_cast<int>(c.outs.size());
+  ASSERT_EQ(f->inv_freq.size(), c.inv_freq.size()) << c.name;
+  for (std::size_t j = 0; j < c.inv_freq.size(); ++j)
+    EXPECT_LE(std::fabs(f->inv_freq[j] - c.inv_freq[j]), 1e-13 * std::fabs(c.inv_freq[j]))
+        << c.name << " inv_freq[" << j << "]";
+  EXPECT_LE(std::fabs(f->attention_factor - c.number("attention_factor")), 1e-15) << c.name;
+  tot.max_abs_err_float = std::max(tot.max_abs_err_float, run_case<float>(c, *f, *l, "float"));
+  tot.max_abs_err_double =
+      std::max(tot.max_abs_err_double, run_case<double>(c, *f, *l, "double"));
+}
+
 TEST(Golden, EveryCaseAtEveryPosition) {
   const fs::path dir = golden_dir();
   std::vector<fs::path> files;
@@ -171,31 +280,7 @@ TEST(Golden, EveryCaseAtEveryPosition) {
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty()) << "no golden case files in " << dir;
   totals tot;
-  for (const auto& path : files) {
-    const golden_case c = read_case(path);
-    ++tot.cases;
-    ASSERT_EQ(c.at("format"), "rope-golden/1") << c.name;
-    ASSERT_EQ(c.outs.size(), static_cast<std::size_t>(c.integer("num_positions"))) << c.name;
-    const std::string type = c.at("rope_type");
-    const std::optional<rope::frequencies> f = frequencies_for(c);
-    if (!f) {
-      if (kNotYetImplemented.count(type)) {
-        ++tot.expected_failures;
-        tot.xfail_names.push_back(c.name + " (" + type + ")");
-      } else {
-        ADD_FAILURE() << c.name << ": rope_type '" << type << "' is not implemented";
-      }
-      continue;
-    }
-    tot.outputs += static_cast<int>(c.outs.size());
-    ASSERT_EQ(f->inv_freq.size(), c.inv_freq.size()) << c.name;
-    for (std::size_t j = 0; j < c.inv_freq.size(); ++j)
-      EXPECT_LE(std::fabs(f->inv_freq[j] - c.inv_freq[j]), 1e-13 * std::fabs(c.inv_freq[j]))
-          << c.name << " inv_freq[" << j << "]";
-    EXPECT_LE(std::fabs(f->attention_factor - c.number("attention_factor")), 1e-15) << c.name;
-    tot.max_abs_err_float = std::max(tot.max_abs_err_float, run_case<float>(c, *f, "float"));
-    tot.max_abs_err_double = std::max(tot.max_abs_err_double, run_case<double>(c, *f, "double"));
-  }
+  for (const auto& path : files) check_case(path, tot);
   for (const auto& n : tot.xfail_names)
     std::printf("golden: expected failure, rope_type not implemented yet: %s\n", n.c_str());
   std::printf("golden: %d cases, %d outputs, max abs err %.3g (double path %.3g); %d expected failures "
