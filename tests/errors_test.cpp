@@ -75,6 +75,25 @@ TEST(ColdPath, BadFrequenciesNamed) {
   f.attention_factor = 0;
   expect_throw_naming<std::invalid_argument>(
       [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); }, "attention_factor");
+  // Finite as a double but past float's range: a float table would hold infinities.
+  f.attention_factor = 1e39;
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); },
+      "does not fit the table's float entries");
+  rope::table_cache cache;
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)cache.get<float>(f, rope::layout::half_split, 10); }, "attention_factor=");
+  EXPECT_EQ(cache.size(), 0u);
+  const auto wide = rope::table<double>::build(f, rope::layout::half_split, 10);
+  EXPECT_EQ(wide->attention_factor(), 1e39);
+  // A table_mode outside the enumeration.
+  f.attention_factor = 1;
+  expect_throw_naming<std::invalid_argument>(
+      [&] {
+        (void)rope::table<float>::build(f, rope::layout::half_split, 10,
+                                        static_cast<rope::table_mode>(7));
+      },
+      "mode=7");
 }
 
 // rotary_dim is refused at table creation too (frequencies built by hand), and a refused request
@@ -169,6 +188,13 @@ TEST_F(HotPath, HeadStrideBelowHeadDimOrOverlappingTokensAreRefused) {
   EXPECT_EQ(rope::apply<float>(*tab, in_view(), bad_tokens, pos.data()), rope::status::bad_stride);
   rope::heads_view<float> negative{out.data(), T, H, D, -H * D, D};
   EXPECT_EQ(rope::apply<float>(*tab, in_view(), negative, pos.data()), rope::status::bad_stride);
+  // A negative token stride is refused with one token too, where it is never used (as a head
+  // stride below head_dim is with one head).
+  rope::heads_view<float> one_token{out.data(), 1, H, D, -H * D, D};
+  EXPECT_EQ(rope::apply<float>(*tab, one_token, pos.data()), rope::status::bad_stride);
+  EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), 1, H, D), one_token,
+                               pos.data()),
+            rope::status::bad_stride);
   expect_out_untouched();
 }
 

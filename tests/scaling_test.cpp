@@ -578,6 +578,18 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
        {},
        "head_dim",
        [](rope::model_config& c) { c.num_attention_heads = 0; }},
+      {"odd head_dim, whole of it rotated",
+       {},
+       "head_dim=33",
+       [](rope::model_config& c) { c.head_dim = 33; }},
+      {"odd head_dim from hidden_size / heads",
+       {},
+       "head_dim=33",
+       [](rope::model_config& c) {
+         c.head_dim = 0;
+         c.hidden_size = 99;
+         c.num_attention_heads = 3;
+       }},
       {"ntk with rotary_dim 2",
        {{"rope_type", "ntk"}, {"factor", 2}},
        "rotary_dim",

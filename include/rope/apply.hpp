@@ -104,7 +104,7 @@ ROPE_ALWAYS_INLINE status check_view(const heads_view<T>& v, std::ptrdiff_t rota
   if (empty(v)) return status::ok;
   if (v.data == nullptr) return status::null_pointer;
   if (v.head_dim < rotary_dim) return status::bad_dimension;
-  if (v.head_stride < v.head_dim) return status::bad_stride;
+  if (v.head_stride < v.head_dim || v.token_stride < 0) return status::bad_stride;
   const std::ptrdiff_t limit = PTRDIFF_MAX / static_cast<std::ptrdiff_t>(sizeof(T)) / 4;
   // The whole view must be addressable: bounds every product below.
   if (!product_fits(v.n_heads - 1, v.head_stride, limit) || v.head_dim > limit)

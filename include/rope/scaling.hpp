@@ -722,6 +722,10 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
   const double rd = std::floor(static_cast<double>(head_dim) * rho);  // HF: int(head_dim * rho)
   const int rotary_dim = static_cast<int>(rd);
+  if ((rotary_dim < 2 || rotary_dim % 2 != 0) && rho == 1.0)  // the head dim itself is odd
+    detail::scaling_error("head_dim", std::to_string(head_dim),
+                          "gives rotary_dim=" + std::to_string(rotary_dim) +
+                              " (partial_rotary_factor=1), which must be even and >= 2");
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
                           "gives rotary_dim=int(" + std::to_string(head_dim) + " * rho)=" +

@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,9 +126,21 @@ inline void check_frequencies(const frequencies& f) {
 
 inline void check_layout(layout l);
 
-inline void check_request(const frequencies& f, layout l, std::int64_t positions) {
+/// A table of Real values for f, l, positions and mode: f valid, A within Real's range (every
+/// entry of C and S is A times a cosine or sine: a float table of A > FLT_MAX would hold
+/// infinities), a known layout and mode, a length in [1, max_table_length].
+template <class Real>
+inline void check_request(const frequencies& f, layout l, std::int64_t positions, table_mode mode) {
   check_frequencies(f);
+  if (f.attention_factor > static_cast<double>(std::numeric_limits<Real>::max()))
+    raise(error_kind::invalid_argument,
+          "attention_factor=" + format_double(f.attention_factor) + " does not fit the table's " +
+              (sizeof(Real) == sizeof(float) ? "float" : "double") + " entries");
   check_layout(l);
+  if (mode != table_mode::automatic && mode != table_mode::dense && mode != table_mode::compact)
+    raise(error_kind::invalid_argument,
+          "mode=" + std::to_string(static_cast<int>(mode)) +
+              " must be table_mode::automatic, dense or compact");
   if (positions < 1 || positions > max_table_length)
     raise(error_kind::out_of_range,
           "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
@@ -165,7 +178,7 @@ class table {
   static std::shared_ptr<const table> build(const frequencies& f, rope::layout l,
                                             std::int64_t positions,
                                             table_mode mode = table_mode::automatic) {
-    detail::check_request(f, l, positions);
+    detail::check_request<Real>(f, l, positions, mode);
     std::shared_ptr<table> t(new table());
     t->freqs_ = f;
     t->layout_ = l;
@@ -414,7 +427,7 @@ class table_cache {
   std::shared_ptr<const table<Real>> get(const frequencies& f, rope::layout l,
                                          std::int64_t positions,
                                          table_mode mode = table_mode::automatic) {
-    detail::check_request(f, l, positions);
+    detail::check_request<Real>(f, l, positions, mode);
     const std::shared_ptr<slot> s = find_slot(make_key(f, l, mode, sizeof(Real)));
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->current && s->length >= positions)

@@ -412,6 +412,21 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   if (long_table == 1 && s.rotary_dim <= 256) length = (std::int64_t{1} << 24) + 2;
   if (long_table == 2 && s.rotary_dim <= 64) length = (std::int64_t{1} << 31) + 2;
   if (length > 4200) mode = rope::table_mode::compact;
+#if ROPE_HAS_EXCEPTIONS
+  // An attention factor past R's range (a fuzzed scaling reaches 1e304) is refused by the
+  // table build, naming it: a float table would hold infinities.
+  if (f.attention_factor > static_cast<double>(std::numeric_limits<R>::max())) {
+    bool refused = false;
+    try {
+      (void)rope::table<R>::build(f, s.layout, length, mode);
+    } catch (const std::invalid_argument& e) {
+      refused = std::strstr(e.what(), "attention_factor=") != nullptr;
+    }
+    FUZZ_CHECK(refused, s.rotary_dim, 0);
+    ++rope_fuzz_outcomes[0];
+    return;
+  }
+#endif
   const auto tab = get_table<R>(type_index, f, s, length, mode);
   const std::ptrdiff_t d = s.rotary_dim;
 
