@@ -637,6 +637,15 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   rope::scaling lr = longrope_example(32);
   lr.long_factor[31] = 0;
   expect(lr, "long_factor[31]", "longrope entry 0");
+  // Subnormal (so positive) factors: a frequency divided by one passes double's range; the
+  // error names the key, not inv_freq.
+  expect(rope::scaling::linear_interpolation(1e-310),
+         "factor=" + rope::detail::format_double(1e-310) + " gives inv_freq[0]=inf",
+         "linear subnormal factor");
+  expect(rope::scaling::yarn_scaling(1e-310, 4096), "factor=", "yarn subnormal factor");
+  lr = longrope_example(32);
+  lr.short_factor[3] = 5e-324;
+  expect(lr, "short_factor[3]=" + rope::detail::format_double(5e-324), "longrope subnormal entry");
   rope::scaling bad;
   bad.type = static_cast<rope::scaling_type>(42);
   expect(bad, "rope_type", "enum out of range");

@@ -473,6 +473,21 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
       break;
     }
   }
+  // A factor (or LongRoPE list entry) so small that a frequency divided by it passes double's
+  // range (a subnormal is > 0, so validate accepts it): named by that key, not by inv_freq.
+  for (std::size_t j = 0; j < pairs; ++j) {
+    if (std::isfinite(w[j])) continue;
+    const bool list = sc.type == scaling_type::longrope;
+    const bool use_long = list && out.choice.list == factor_list::long_factors;
+    const std::string key = !list ? std::string("factor")
+                                  : (use_long ? "long_factor[" : "short_factor[") +
+                                        std::to_string(j) + "]";
+    const double value = !list ? sc.factor : (use_long ? sc.long_factor : sc.short_factor)[j];
+    detail::scaling_error(key, detail::format_double(value),
+                          std::string("gives inv_freq[") + std::to_string(j) + "]=" +
+                              detail::format_double(w[j]) + ", which must be finite (rope_type " +
+                              to_string(sc.type) + ")");
+  }
   detail::check_frequencies(f);
   return out;
 }
