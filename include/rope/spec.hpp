@@ -33,7 +33,8 @@ enum class layout : unsigned char {
   half_split = 2,
 };
 
-/// Forward rotation by +phi, or the inverse (transpose) rotation by -phi.
+/// Forward rotation by +phi, or the inverse (transpose) rotation by -phi. Any other value is
+/// taken as forward (the hot path has no status for it; rope::rounding does the same).
 enum class direction : unsigned char { forward = 0, inverse = 1 };
 
 /// How a float result is stored into fp16 or bf16 (other outputs ignore it).
