@@ -28,7 +28,7 @@ def per_call(path):
             fn, n = pending
             pending = None
             calls[fn] = calls.get(fn, 0) + n
-            cost[fn] = cost.get(fn, 0) + int(line.split()[1])
+            cost[fn] = cost.get(fn, 0) + int(line.split()[-1])  # Ir: the one event, last
     return calls, cost
 
 
