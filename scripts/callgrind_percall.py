@@ -16,12 +16,16 @@ def per_call(path):
     callee, pending = None, None
     for line in open(path):
         line = line.rstrip("\n")
-        m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+        m = re.match(r"c?fn=(?:\((\d+)\))? ?(.*)", line)
         if m:
-            if m.group(2):
-                names[m.group(1)] = m.group(2)
+            if m.group(1) is None:  # --compress-strings=no: the name alone
+                name = m.group(2)
+            else:
+                if m.group(2):
+                    names[m.group(1)] = m.group(2)
+                name = names[m.group(1)]
             if line.startswith("cfn="):
-                callee = names[m.group(1)]
+                callee = name
         elif line.startswith("calls="):
             pending = (callee, int(line[6:].split()[0]))
         elif pending and line and (line[0].isdigit() or line[0] in "+-*"):

@@ -78,11 +78,13 @@ golden_case read_case(const fs::path& path, std::vector<std::string>& problems) 
       return c;
     }
     std::int64_t p = 0;
-    std::size_t n = 0;
-    if ((tag == "out" && !(in >> p)) || !(in >> n)) {
-      problems.push_back("unreadable " + tag + " record header");
+    std::string count;
+    if ((tag == "out" && !(in >> p)) || !(in >> count) || count.empty() ||
+        count.find_first_not_of("0123456789") != std::string::npos || count.size() > 6) {
+      problems.push_back("unreadable " + tag + " record header (count '" + count + "')");
       return c;
     }
+    const auto n = static_cast<std::size_t>(std::stoul(count));  // < 10^6: checked above
     std::vector<double> v(n);
     for (auto& e : v) {
       char* end = nullptr;
@@ -266,9 +268,13 @@ void check_case(const fs::path& path, totals& tot) {
     EXPECT_LE(std::fabs(f->inv_freq[j] - c.inv_freq[j]), 1e-13 * std::fabs(c.inv_freq[j]))
         << c.name << " inv_freq[" << j << "]";
   EXPECT_LE(std::fabs(f->attention_factor - c.number("attention_factor")), 1e-15) << c.name;
-  tot.max_abs_err_float = std::max(tot.max_abs_err_float, run_case<float>(c, *f, *l, "float"));
-  tot.max_abs_err_double =
-      std::max(tot.max_abs_err_double, run_case<double>(c, *f, *l, "double"));
+  try {  // the table build throws for a position past 2^32 or an A past float's range
+    tot.max_abs_err_float = std::max(tot.max_abs_err_float, run_case<float>(c, *f, *l, "float"));
+    tot.max_abs_err_double =
+        std::max(tot.max_abs_err_double, run_case<double>(c, *f, *l, "double"));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << c.name << ": the library refused the table: " << e.what();
+  }
 }
 
 TEST(Golden, EveryCaseAtEveryPosition) {

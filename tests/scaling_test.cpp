@@ -505,6 +505,21 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
        "factor=null",
        [](rope::model_config& c) { c.max_position_embeddings = 0; }},
       {"llama3 factor null", {{"rope_type", "llama3"}, {"factor", nullptr}}, "factor"},
+      {"yarn without factor, M0 or max_position_embeddings",
+       {{"rope_type", "yarn"}},
+       "missing required key factor",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
+      {"yarn factor null without M0 or max_position_embeddings",
+       {{"rope_type", "yarn"}, {"factor", nullptr}},
+       "factor=null",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
+      {"longrope without factor or max_position_embeddings",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"original_max_position_embeddings", 4096}},
+       "missing required key factor",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
       {"low > high (reversed bands)",
        {{"rope_type", "llama3"},
         {"factor", 8},
@@ -640,7 +655,7 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   // Subnormal (so positive) factors: a frequency divided by one passes double's range; the
   // error names the key, not inv_freq.
   expect(rope::scaling::linear_interpolation(1e-310),
-         "factor=" + rope::detail::format_double(1e-310) + " gives inv_freq[0]=inf",
+         "factor=" + rope::detail::format_double(1e-310) + " divides a frequency",
          "linear subnormal factor");
   expect(rope::scaling::yarn_scaling(1e-310, 4096), "factor=", "yarn subnormal factor");
   lr = longrope_example(32);

@@ -130,7 +130,7 @@ inline bool parse_isa(const char* s, isa& out) noexcept {
 /// The runtime dispatcher's choice; 0 until the first probe.
 inline std::atomic<unsigned char> dispatch_choice{0};
 
-/// Out of line (and cold): inlined into the dispatcher, its CPUID code made every call save and
+/// Out of line: inlined into the dispatcher, its CPUID code made every call save and
 /// restore six registers around the one-byte load (28 instructions where 8 do, counted with
 /// callgrind).
 ROPE_NOINLINE inline isa probe_isa() noexcept {

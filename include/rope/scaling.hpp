@@ -484,8 +484,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                                         std::to_string(j) + "]";
     const double value = !list ? sc.factor : (use_long ? sc.long_factor : sc.short_factor)[j];
     detail::scaling_error(key, detail::format_double(value),
-                          std::string("gives inv_freq[") + std::to_string(j) + "]=" +
-                              detail::format_double(w[j]) + ", which must be finite (rope_type " +
+                          "divides a frequency past double's range (inv_freq[" +
+                              std::to_string(j) + "] is not finite; rope_type " +
                               to_string(sc.type) + ")");
   }
   detail::check_frequencies(f);
@@ -765,10 +765,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                       (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
   };
   // HF's default factor, max_position_embeddings / M0: yarn's when `factor` is null, longrope's
-  // when it is absent. `missing` says what the error names when max_position_embeddings is absent.
-  auto factor_from_lengths = [&](std::int64_t m0, const std::string& missing) -> double {
+  // when it is absent. `missing` is the error when max_position_embeddings is absent (checked
+  // before M0, so that error names the factor).
+  auto factor_from_lengths = [&](const std::string& missing) -> double {
     if (cfg.max_position_embeddings <= 0) detail::raise(error_kind::invalid_argument, missing);
-    return static_cast<double>(cfg.max_position_embeddings) / static_cast<double>(m0);
+    return static_cast<double>(cfg.max_position_embeddings) /
+           static_cast<double>(resolve_m0(true));
   };
 
   switch (sc.type) {
@@ -787,12 +789,11 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.max_position_embeddings = cfg.max_position_embeddings;
       break;
     case scaling_type::yarn: {
-      sc.original_max_position_embeddings = resolve_m0(true);
       sc.factor = keys.is_null("factor")  // HF main: max_position_embeddings / M0
-                      ? factor_from_lengths(sc.original_max_position_embeddings,
-                                            "factor=null needs max_position_embeddings, "
-                                            "which gives its value (yarn), and it is absent")
+                      ? factor_from_lengths("factor=null needs max_position_embeddings, which "
+                                            "gives its value (yarn), and it is absent")
                       : keys.required_number("factor");
+      sc.original_max_position_embeddings = resolve_m0(true);
       const double bf = keys.number("beta_fast").value_or(0.0);
       const double bs = keys.number("beta_slow").value_or(0.0);
       sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
@@ -815,8 +816,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.original_max_position_embeddings = resolve_m0(true);
       const std::optional<double> f = keys.number("factor");
       sc.factor = f ? *f
-                    : factor_from_lengths(sc.original_max_position_embeddings,
-                                          "missing required key factor (rope_type longrope; "
+                    : factor_from_lengths("missing required key factor (rope_type longrope; "
                                           "max_position_embeddings, which gives its default, is "
                                           "absent too)");
       sc.attention_factor = keys.number("attention_factor");
