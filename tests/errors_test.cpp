@@ -86,6 +86,22 @@ TEST(ColdPath, BadFrequenciesNamed) {
   EXPECT_EQ(cache.size(), 0u);
   const auto wide = rope::table<double>::build(f, rope::layout::half_split, 10);
   EXPECT_EQ(wide->attention_factor(), 1e39);
+  // Below 2^-102 a float table's low parts go subnormal (and with them the 2^-48 * A bound);
+  // 2^-102 itself is built and holds A, a double table takes far smaller factors.
+  f.attention_factor = 1e-35;
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)rope::table<float>::build(f, rope::layout::half_split, 10); },
+      "attention_factor=1e-35 is below");
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)cache.get<float>(f, rope::layout::half_split, 10); }, "attention_factor=");
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(rope::table<double>::build(f, rope::layout::half_split, 10)->attention_factor(), 1e-35);
+  f.attention_factor = 1e-310;  // subnormal in double too
+  expect_throw_naming<std::invalid_argument>(
+      [&] { (void)rope::table<double>::build(f, rope::layout::half_split, 10); },
+      "double entries would be subnormal");
+  f.attention_factor = 0x1p-102;
+  EXPECT_EQ(rope::table<float>::build(f, rope::layout::half_split, 10)->attention_factor(), 0x1p-102);
   // A table_mode outside the enumeration.
   f.attention_factor = 1;
   expect_throw_naming<std::invalid_argument>(

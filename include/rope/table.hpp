@@ -126,16 +126,30 @@ inline void check_frequencies(const frequencies& f) {
 
 inline void check_layout(layout l);
 
+/// Smallest attention factor a table of Real holds to its accuracy contract: entries are off by
+/// at most half an ulp, which stays below 2^-24 * A (float hi), 2^-48 * A (float hi + lo) and
+/// 2^-53 * A (double) only while those bounds are not below half the smallest subnormal.
+template <class Real>
+constexpr double min_attention_factor() noexcept {
+  return std::is_same<Real, float>::value ? 0x1p-102 : 0x1p-1022;
+}
+
 /// A table of Real values for f, l, positions and mode: f valid, A within Real's range (every
 /// entry of C and S is A times a cosine or sine: a float table of A > FLT_MAX would hold
-/// infinities), a known layout and mode, a length in [1, max_table_length].
+/// infinities, one of A < 2^-102 subnormal low parts short of the 2^-48 * A contract), a known
+/// layout and mode, a length in [1, max_table_length].
 template <class Real>
 inline void check_request(const frequencies& f, layout l, std::int64_t positions, table_mode mode) {
   check_frequencies(f);
+  const char* real_name = sizeof(Real) == sizeof(float) ? "float" : "double";
   if (f.attention_factor > static_cast<double>(std::numeric_limits<Real>::max()))
+    raise(error_kind::invalid_argument, "attention_factor=" + format_double(f.attention_factor) +
+                                            " does not fit the table's " + real_name + " entries");
+  if (f.attention_factor < min_attention_factor<Real>())
     raise(error_kind::invalid_argument,
-          "attention_factor=" + format_double(f.attention_factor) + " does not fit the table's " +
-              (sizeof(Real) == sizeof(float) ? "float" : "double") + " entries");
+          "attention_factor=" + format_double(f.attention_factor) + " is below " +
+              format_double(min_attention_factor<Real>()) + ": the table's " + real_name +
+              " entries would be subnormal, short of their accuracy");
   check_layout(l);
   if (mode != table_mode::automatic && mode != table_mode::dense && mode != table_mode::compact)
     raise(error_kind::invalid_argument,

@@ -413,9 +413,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   if (long_table == 2 && s.rotary_dim <= 64) length = (std::int64_t{1} << 31) + 2;
   if (length > 4200) mode = rope::table_mode::compact;
 #if ROPE_HAS_EXCEPTIONS
-  // An attention factor past R's range (a fuzzed scaling reaches 1e304) is refused by the
-  // table build, naming it: a float table would hold infinities.
-  if (f.attention_factor > static_cast<double>(std::numeric_limits<R>::max())) {
+  // An attention factor past R's range (a fuzzed scaling reaches 1e304) or below the smallest
+  // its entries hold to their bound is refused by the table build, naming it: a float table
+  // would hold infinities, or subnormal low parts.
+  if (f.attention_factor > static_cast<double>(std::numeric_limits<R>::max()) ||
+      f.attention_factor < rope::detail::min_attention_factor<R>()) {
     bool refused = false;
     try {
       (void)rope::table<R>::build(f, s.layout, length, mode);
