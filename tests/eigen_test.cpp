@@ -17,6 +17,13 @@
 
 #include "oracle.hpp"
 
+// Eigen's 16-bit types adopted with the README's one line each (rope/storage.hpp); compiled
+// with the suite's warnings as errors (GCC's -Wclass-memaccess once fired on these).
+template <>
+struct rope::storage_traits<Eigen::half> : rope::fp16_storage<Eigen::half> {};
+template <>
+struct rope::storage_traits<Eigen::bfloat16> : rope::bf16_storage<Eigen::bfloat16> {};
+
 namespace {
 
 using ld = long double;
@@ -298,6 +305,61 @@ TEST(Eigen, OutOfPlaceEqualsInPlace) {
   Eigen::Matrix<float, Eigen::Dynamic, 96, Eigen::RowMajor> out1(7, 96);
   ASSERT_EQ(rope::eigen::apply(*tab, in1, out1, pos.data()), rope::status::ok);
   EXPECT_TRUE(bitwise_equal(out1, rotate_raw(*tab, RowMajor<float>(before.leftCols(96)), 1, pos)));
+}
+
+// Eigen::half / Eigen::bfloat16 storage: the same bits as rope::float16 / rope::bfloat16, out
+// of place from float (a KV cache write) and in place, and within one 16-bit ulp of the long
+// double oracle read through Eigen's own conversion to float.
+template <class E, class R>
+void check_adopted_16bit(int mantissa_bits) {
+  const rope::spec s = rope::make_spec(128, 128, 1e4, rope::layout::half_split);
+  const auto tab = rope::get_table<float>(s, 100000);
+  constexpr std::ptrdiff_t T = 5, H = 3, D = 128;
+  const std::size_t n = static_cast<std::size_t>(T * H * D);
+  RowMajor<float> in(T, H * D);
+  fill_random(in, 31);
+  const auto pos = some_positions(static_cast<std::size_t>(T), 32);
+  std::vector<E> e(n);
+  std::vector<R> r(n);
+  const auto in_view = rope::packed_heads<const float>(in.data(), T, H, D);
+  rope::status st = rope::apply<float, 128>(*tab, in_view, rope::packed_heads(e.data(), T, H, D),
+                                            pos.data());
+  ASSERT_EQ(st, rope::status::ok);
+  st = rope::apply<float, 128>(*tab, in_view, rope::packed_heads(r.data(), T, H, D), pos.data());
+  ASSERT_EQ(st, rope::status::ok);
+  ASSERT_EQ(std::memcmp(e.data(), r.data(), n * 2), 0) << "float -> adopted type";
+  const std::vector<ld> w = oracle::inv_freq(s.base, s.rotary_dim);
+  const ld ulp = std::ldexp(1.0L, -mantissa_bits);
+  for (std::ptrdiff_t t = 0; t < T; ++t)
+    for (std::ptrdiff_t h = 0; h < H; ++h) {
+      const float* x = in.data() + (t * H + h) * D;
+      const std::vector<ld> ref = oracle::rotate(x, static_cast<int>(D), static_cast<int>(D), w,
+                                                 s.layout, static_cast<ld>(pos[static_cast<std::size_t>(t)]));
+      for (std::ptrdiff_t i = 0; i < D; ++i) {
+        const ld got = static_cast<ld>(static_cast<float>(e[static_cast<std::size_t>((t * H + h) * D + i)]));
+        const ld want = ref[static_cast<std::size_t>(i)];
+        // Within one ulp of the correctly rounded value: 1.5 ulps of the 16-bit type at |want|
+        // (2^-24, fp16's subnormal spacing, at least).
+        const ld one = std::max(std::ldexp(1.0L, std::ilogb(want == 0 ? 1e-30L : want)) * ulp,
+                                std::ldexp(1.0L, -24));
+        ASSERT_LE(std::fabs(got - want), 1.5L * one)
+            << "token " << t << " head " << h << " dim " << i;
+      }
+    }
+  // In place from the same 16-bit values.
+  std::vector<E> e2 = e;
+  std::vector<R> r2 = r;
+  st = rope::apply<E, 128>(*tab, rope::packed_heads(e2.data(), T, H, D), pos.data());
+  ASSERT_EQ(st, rope::status::ok);
+  st = rope::apply<R, 128>(*tab, rope::packed_heads(r2.data(), T, H, D), pos.data());
+  ASSERT_EQ(st, rope::status::ok);
+  EXPECT_EQ(std::memcmp(e2.data(), r2.data(), n * 2), 0) << "in place";
+  EXPECT_NE(std::memcmp(e2.data(), e.data(), n * 2), 0) << "in place changed nothing";
+}
+
+TEST(Eigen, HalfAdoptedThroughTraits) { check_adopted_16bit<Eigen::half, rope::float16>(10); }
+TEST(Eigen, Bfloat16AdoptedThroughTraits) {
+  check_adopted_16bit<Eigen::bfloat16, rope::bfloat16>(7);
 }
 
 // Bad input: the documented status, and not one element written.

@@ -153,12 +153,12 @@ struct bits16_type {
                 "a 16-bit storage type must be 2 bytes, trivially copyable and default constructible");
   static std::uint16_t get(T x) noexcept {
     std::uint16_t b;
-    std::memcpy(&b, &x, sizeof b);
+    std::memcpy(&b, static_cast<const void*>(&x), sizeof b);
     return b;
   }
   static T put(std::uint16_t b) noexcept {
-    T x;
-    std::memcpy(&x, &b, sizeof b);
+    T x;  // through void*: GCC's -Wclass-memaccess names types with constructors (Eigen::half)
+    std::memcpy(static_cast<void*>(&x), &b, sizeof b);
     return x;
   }
 };
