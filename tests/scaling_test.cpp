@@ -290,6 +290,14 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   EXPECT_EQ(m.spec.base, 5e5);
   EXPECT_EQ(m.scaling.type, rope::scaling_type::llama3);
   EXPECT_EQ(m.scaling.original_max_position_embeddings, 8192);
+  // Without the key, HF main's M0 is max_position_embeddings (required in HF v4.x); the top
+  // level's original_max_position_embeddings comes first.
+  cfg.rope_scaling.erase("original_max_position_embeddings");
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
+            131072);
+  cfg.original_max_position_embeddings = 8192;
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
+            8192);
 
   // `type` is an alias of `rope_type`; yarn's falsy defaults and M0 fallback.
   cfg = llama_like();
@@ -433,9 +441,10 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
         {"low_freq_factor", 1},
         {"original_max_position_embeddings", 8192}},
        "high_freq_factor"},
-      {"llama3 without M0",
+      {"llama3 without any M0",
        {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1}, {"high_freq_factor", 4}},
-       "original_max_position_embeddings"},
+       "original_max_position_embeddings",
+       [](rope::model_config& c) { c.max_position_embeddings = 0; }},
       {"longrope without short_factor",
        {{"rope_type", "longrope"}, {"long_factor", ok64}},
        "short_factor"},

@@ -682,8 +682,8 @@ inline scaling_type parse_rope_type(const std::string& t) {
 
 /// The spec and scaling of a model from its config fields, resolving HF's defaults as HF's
 /// current code does (shared/rope-formulas.md sections 3-9, 13): yarn beta_fast/beta_slow 0
-/// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn and longrope M0
-/// defaults to max_position_embeddings; the longrope factor defaults to
+/// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn, llama3 and
+/// longrope M0 defaults to max_position_embeddings; the longrope factor defaults to
 /// max_position_embeddings / M0, and so does a yarn factor given as null; a top-level
 /// original_max_position_embeddings takes priority over the rope_scaling key; any other null is
 /// an absent key. The layout is not in the config: name it.
@@ -754,15 +754,14 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           std::to_string(cfg.original_max_position_embeddings),
                           "must be positive (0 = absent)");
 
-  // M0: top-level, else the key, else max_position_embeddings.
-  auto resolve_m0 = [&](bool fall_back_to_max) -> std::int64_t {
+  // M0 (yarn, llama3, longrope): top-level, else the key, else max_position_embeddings.
+  auto resolve_m0 = [&]() -> std::int64_t {
     if (cfg.original_max_position_embeddings > 0) return cfg.original_max_position_embeddings;
     if (auto v = keys.length("original_max_position_embeddings")) return *v;
-    if (fall_back_to_max && cfg.max_position_embeddings > 0) return cfg.max_position_embeddings;
+    if (cfg.max_position_embeddings > 0) return cfg.max_position_embeddings;
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key original_max_position_embeddings (rope_type ") +
-                      to_string(sc.type) +
-                      (fall_back_to_max ? "; max_position_embeddings is absent too)" : ")"));
+                      to_string(sc.type) + "; max_position_embeddings is absent too)");
   };
   // HF's default factor, max_position_embeddings / M0: yarn's when `factor` is null, longrope's
   // when it is absent. `missing` is the error when max_position_embeddings is absent (checked
@@ -770,7 +769,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   auto factor_from_lengths = [&](const std::string& missing) -> double {
     if (cfg.max_position_embeddings <= 0) detail::raise(error_kind::invalid_argument, missing);
     return static_cast<double>(cfg.max_position_embeddings) /
-           static_cast<double>(resolve_m0(true));
+           static_cast<double>(resolve_m0());
   };
 
   switch (sc.type) {
@@ -793,7 +792,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                       ? factor_from_lengths("factor=null needs max_position_embeddings, which "
                                             "gives its value (yarn), and it is absent")
                       : keys.required_number("factor");
-      sc.original_max_position_embeddings = resolve_m0(true);
+      sc.original_max_position_embeddings = resolve_m0();
       const double bf = keys.number("beta_fast").value_or(0.0);
       const double bs = keys.number("beta_slow").value_or(0.0);
       sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
@@ -808,12 +807,13 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.factor = keys.required_number("factor");
       sc.low_freq_factor = keys.required_number("low_freq_factor");
       sc.high_freq_factor = keys.required_number("high_freq_factor");
-      sc.original_max_position_embeddings = resolve_m0(false);
+      // Required in HF v4.x; HF main falls back to max_position_embeddings (formulas section 8).
+      sc.original_max_position_embeddings = resolve_m0();
       break;
     case scaling_type::longrope: {
       sc.short_factor = keys.required_list("short_factor");
       sc.long_factor = keys.required_list("long_factor");
-      sc.original_max_position_embeddings = resolve_m0(true);
+      sc.original_max_position_embeddings = resolve_m0();
       const std::optional<double> f = keys.number("factor");
       sc.factor = f ? *f
                     : factor_from_lengths("missing required key factor (rope_type longrope; "
