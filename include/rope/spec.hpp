@@ -34,7 +34,9 @@ enum class layout : unsigned char {
 };
 
 /// Forward rotation by +phi, or the inverse (transpose) rotation by -phi. Any other value is
-/// taken as forward (the hot path has no status for it; rope::rounding does the same).
+/// taken as forward (the hot path has no status for it; rope::rounding does the same). Both
+/// multiply by the table's attention factor A (the entries are A cos, A sin), so inverse after
+/// forward gives A^2 x on the rotated dims (rope-formulas 2.3); x itself only where A = 1.
 enum class direction : unsigned char { forward = 0, inverse = 1 };
 
 /// How a float result is stored into fp16 or bf16 (other outputs ignore it).
