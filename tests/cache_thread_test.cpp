@@ -2,6 +2,7 @@
 // the single-threaded ones, and a table that grows never moves under a reader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdint>
@@ -105,6 +106,58 @@ TEST(CacheThreads, SixteenThreadsEachKeyBuiltOnceOutputsBitwiseEqual) {
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(shared.builds(), ks.size()) << "each key is built exactly once";
   EXPECT_EQ(shared.size(), ks.size());
+}
+
+// The same traffic with a byte bound that holds about two of the keys' tables: keys are dropped
+// and built again while other threads hold and use their old handles. Every output is still
+// the single-threaded one, and the cache never holds more than the bound plus the table being
+// built last. (Fewer iterations: most requests build.)
+TEST(CacheThreads, BoundedCacheDropsAndRebuildsUnderLoad) {
+  const auto ks = keys();
+  std::vector<rope::frequencies> fs;
+  for (const auto& k : ks) fs.push_back(freqs(k));
+  std::vector<std::vector<std::vector<double>>> expected(ks.size());
+  std::size_t all = 0, biggest = 0;
+  {
+    rope::table_cache single;
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+      for (std::int64_t p = 0; p < 16; ++p) expected[i].push_back(run_once(single, ks[i], fs[i], p * 127));
+      ASSERT_EQ(expected[i].back().size(), 64u);
+      const std::size_t b = ks[i].use_double
+                                ? single.get<double>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes()
+                                : single.get<float>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes();
+      biggest = std::max(biggest, b);
+    }
+    all = single.bytes();
+  }
+  rope::table_cache shared;
+  const std::size_t bound = all / 5;
+  shared.set_max_bytes(bound);
+  const int threads = env_int("ROPE_STRESS_THREADS", 16);
+  const int iters = std::min(env_int("ROPE_STRESS_ITERS", 3000), 300);
+  std::atomic<int> mismatches{0};
+  std::atomic<std::size_t> most{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < iters; ++i) {
+        const std::size_t key = static_cast<std::size_t>(t * 3 + i) % ks.size();
+        const std::int64_t p = (t * 7 + i) % 16;
+        if (run_once(shared, ks[key], fs[key], p * 127) != expected[key][static_cast<std::size_t>(p)]) ++mismatches;
+        std::size_t b = shared.bytes(), m = most.load();
+        while (b > m && !most.compare_exchange_weak(m, b)) {
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  std::printf("cache_thread (bound %zu of %zu bytes): %d threads x %d iterations over %zu keys: %llu builds, %llu evictions, most held %zu bytes, %d mismatches\n",
+              bound, all, threads, iters, ks.size(), static_cast<unsigned long long>(shared.builds()),
+              static_cast<unsigned long long>(shared.evictions()), most.load(), mismatches.load());
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(shared.evictions(), 0u);
+  // At most one table (the one built last) is kept past the bound.
+  EXPECT_LE(shared.bytes(), bound + biggest);
+  EXPECT_LE(most.load(), bound + biggest);
 }
 
 TEST(CacheThreads, GrowingTableNeverMovesUnderReaders) {

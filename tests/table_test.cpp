@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include <rope/scaling.hpp>
 #include <rope/table.hpp>
 
 #include "oracle.hpp"
@@ -192,6 +194,73 @@ TEST(Cache, GrowingKeepsOldHandlesValid) {
   auto bigger = cache.get<float>(sp, 1001);
   EXPECT_GE(bigger->length(), 2000);
   EXPECT_EQ(cache.builds(), 3u);
+}
+
+// The byte bound: the least recently requested key goes first, the table just built stays even
+// when it alone is past the bound, dropped handles stay valid, and a dropped key is built again.
+TEST(Cache, BoundedBytesDropLeastRecentlyRequested) {
+  rope::table_cache cache;
+  EXPECT_EQ(cache.max_bytes(), std::size_t{ROPE_TABLE_CACHE_MAX_BYTES});
+  auto sp = [](double base) { return rope::make_spec(64, 64, base, rope::layout::half_split); };
+  const std::size_t one = rope::table<float>::build(rope::default_frequencies(sp(1e4)),
+                                                    rope::layout::half_split, 1000)
+                              ->bytes();
+  cache.set_max_bytes(3 * one);
+  auto t0 = cache.get<float>(sp(1e4), 1000);
+  auto t1 = cache.get<float>(sp(2e4), 1000);
+  auto t2 = cache.get<float>(sp(3e4), 1000);
+  EXPECT_EQ(cache.bytes(), 3 * one);
+  EXPECT_EQ(cache.get<float>(sp(1e4), 1000), t0);  // touched: t1 is now the oldest
+  const std::vector<float> row(t1->row(999, nullptr), t1->row(999, nullptr) + 2 * t1->row_width());
+  auto t3 = cache.get<float>(sp(4e4), 1000);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache.bytes(), 3 * one);
+  EXPECT_EQ(cache.evictions(), 1u);
+  EXPECT_EQ(cache.builds(), 4u);
+  EXPECT_EQ(cache.get<float>(sp(1e4), 1000), t0);
+  EXPECT_EQ(cache.get<float>(sp(3e4), 1000), t2);
+  EXPECT_EQ(cache.get<float>(sp(4e4), 1000), t3);
+  EXPECT_EQ(cache.builds(), 4u);
+  EXPECT_EQ(std::memcmp(t1->row(999, nullptr), row.data(), row.size() * sizeof(float)), 0)
+      << "a dropped table moved under its handle";
+  auto t1b = cache.get<float>(sp(2e4), 1000);  // built again (and t0, now oldest, dropped)
+  EXPECT_NE(t1b, t1);
+  EXPECT_EQ(cache.builds(), 5u);
+  EXPECT_EQ(cache.evictions(), 2u);
+  EXPECT_EQ(std::memcmp(t1b->row(999, nullptr), row.data(), row.size() * sizeof(float)), 0);
+  // Growth replaces a key's bytes; a table past the bound on its own is kept alone.
+  auto big = cache.get<float>(sp(5e4), 10000);
+  EXPECT_GT(big->bytes(), 3 * one);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), big->bytes());
+  EXPECT_EQ(cache.get<float>(sp(5e4), 10000), big);
+  cache.set_max_bytes(0);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.bytes(), 0u);
+  cache.clear();
+  EXPECT_EQ(cache.bytes(), 0u);
+}
+
+// The case that needed the bound: dynamic NTK decoding past M asks for a new key (a new base)
+// every token. 100 tokens of 2048-position tables stay within the bound.
+TEST(Cache, DynamicNtkDecodeLoopStaysWithinTheBound) {
+  rope::table_cache cache;
+  const rope::spec s = rope::make_spec(128, 128, 1e4, rope::layout::half_split);
+  const rope::scaling sc = rope::scaling::dynamic_ntk(2.0, 1024);
+  const std::size_t one =
+      rope::table<float>::build(rope::compute_frequencies(s, sc, 1025).frequencies, s.layout, 2048)
+          ->bytes();
+  cache.set_max_bytes(8 * one);
+  std::size_t most = 0;
+  for (std::int64_t len = 1025; len < 1125; ++len) {
+    const auto t = cache.get<float>(rope::compute_frequencies(s, sc, len).frequencies, s.layout, 2048);
+    EXPECT_EQ(t->bytes(), one);
+    most = std::max(most, cache.bytes());
+  }
+  EXPECT_EQ(cache.builds(), 100u);
+  EXPECT_EQ(cache.size(), 8u);
+  EXPECT_EQ(most, 8 * one);
+  EXPECT_EQ(cache.evictions(), 92u);
 }
 
 TEST(Cache, IdentityDistinguishesMethodsWithEqualNumbers) {

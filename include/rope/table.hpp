@@ -58,6 +58,13 @@
 #define ROPE_DENSE_TABLE_MAX_BYTES (std::size_t{32} << 20)
 #endif
 
+/// Bytes of tables a table_cache keeps before it drops the least recently requested ones (the
+/// last table built is always kept); table_cache::set_max_bytes changes it per cache. Define
+/// before including rope to change the default.
+#ifndef ROPE_TABLE_CACHE_MAX_BYTES
+#define ROPE_TABLE_CACHE_MAX_BYTES (std::size_t{256} << 20)
+#endif
+
 namespace rope {
 
 /// How a table stores its rows (see the file comment).
@@ -422,6 +429,12 @@ class table {
 /// O(log n) times) and caches it, while handles to the shorter one stay valid.
 /// Building happens under a per-key lock: other keys are not blocked, and a key is built once
 /// however many threads ask for it at the same time.
+/// Memory is bounded: once the cached tables take more than max_bytes() (default
+/// ROPE_TABLE_CACHE_MAX_BYTES, 256 MiB), the least recently requested keys are dropped until
+/// they fit again (never the table just built). A dropped table stays valid for every handle
+/// held elsewhere; a later request for its key builds it again. Without the bound, a decode loop
+/// past max_position_embeddings with dynamic NTK (a new base, so a new key, every token) kept
+/// every table it ever asked for.
 class table_cache {
  public:
   table_cache() = default;
@@ -456,6 +469,7 @@ class table_cache {
     builds_.fetch_add(1, std::memory_order_relaxed);
     s->current = t;
     s->length = t->length();
+    account(s, t->bytes());
     return t;
   }
 
@@ -478,14 +492,44 @@ class table_cache {
   /// Drops every cached table (handles held elsewhere stay valid).
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& kv : slots_) kv.second->held = false;
     slots_.clear();
+    bytes_ = 0;
   }
+
+  /// Bytes of the tables the cache holds (table::bytes() summed over its keys).
+  std::size_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+
+  /// The bound on bytes() (see the class comment).
+  std::size_t max_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return max_bytes_;
+  }
+
+  /// Sets the bound and drops least recently requested keys until bytes() fits it (a bound of 0
+  /// drops every table now, and afterwards keeps only the one built last).
+  void set_max_bytes(std::size_t n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    max_bytes_ = n;
+    evict_locked(nullptr);
+  }
+
+  /// Number of keys dropped to keep the bound.
+  std::uint64_t evictions() const noexcept { return evictions_.load(std::memory_order_relaxed); }
 
  private:
   struct slot {
-    std::mutex mutex;
+    std::mutex mutex;  // guards current and length (held while building)
     std::shared_ptr<const void> current;
     std::int64_t length = 0;
+    // Guarded by the cache's mutex_: the table's bytes as counted in bytes_, the last request's
+    // tick, and whether the slot is still in slots_ (a dropped slot's build is not counted).
+    std::size_t bytes = 0;
+    std::uint64_t last_use = 0;
+    bool held = true;
   };
   using key = std::vector<std::uint64_t>;
 
@@ -513,7 +557,34 @@ class table_cache {
     std::lock_guard<std::mutex> lock(mutex_);
     std::shared_ptr<slot>& s = slots_[std::move(k)];
     if (!s) s = std::make_shared<slot>();
+    s->last_use = ++tick_;
     return s;
+  }
+
+  // Called with s->mutex held (lock order: a slot's mutex, then mutex_; never the reverse).
+  void account(const std::shared_ptr<slot>& s, std::size_t table_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!s->held) return;  // dropped while it was being built: not the cache's any more
+    bytes_ = bytes_ - s->bytes + table_bytes;
+    s->bytes = table_bytes;
+    evict_locked(s.get());
+  }
+
+  // Drops the least recently requested slots other than `keep` while bytes_ > max_bytes_.
+  void evict_locked(const slot* keep) {
+    while (bytes_ > max_bytes_) {
+      auto victim = slots_.end();
+      for (auto it = slots_.begin(); it != slots_.end(); ++it)
+        if (it->second.get() != keep && it->second->bytes > 0 &&
+            (victim == slots_.end() || it->second->last_use < victim->second->last_use))
+          victim = it;
+      if (victim == slots_.end()) return;  // only `keep` holds bytes
+      bytes_ -= victim->second->bytes;
+      victim->second->bytes = 0;
+      victim->second->held = false;
+      slots_.erase(victim);
+      evictions_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   // A doubled length may exceed what an explicit dense table allows even though the request
@@ -532,8 +603,12 @@ class table_cache {
   }
 
   mutable std::mutex mutex_;
-  std::map<key, std::shared_ptr<slot>> slots_;
+  std::map<key, std::shared_ptr<slot>> slots_;  // and, under mutex_, the slots' bytes/last_use/held
+  std::size_t bytes_ = 0;
+  std::size_t max_bytes_ = ROPE_TABLE_CACHE_MAX_BYTES;
+  std::uint64_t tick_ = 0;
   std::atomic<std::uint64_t> builds_{0};
+  std::atomic<std::uint64_t> evictions_{0};
 };
 
 /// A table from the process-wide cache for the default (unscaled) frequencies of s, covering
