@@ -431,6 +431,48 @@ TEST(GroupedQuery, FusedQkvBufferInOneCall) {
   }
 }
 
+// GPT-NeoX's fused projection viewed as [T, H, 3, D]: per head q, k, v side by side, so q and
+// k have head stride 3D and token stride 3HD, and k's rows sit D after q's. They share no
+// element: apply_qk accepts them and equals two separate calls; v is untouched. A k view
+// D/2 after q (shares elements) or 2.5 D after (its rows run into the next head's q) is
+// refused with nothing written.
+TEST(GroupedQuery, NeoxFusedQkvPerHeadInOneCall) {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    const std::ptrdiff_t T = 7, H = 4, D = 64, hs = 3 * D, ts = H * hs;
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, l), 100);
+    std::vector<std::int64_t> pos = {0, 5, 99, 3, 42, 7, 1};
+    const auto qkv0 = random_vector<float>(static_cast<std::size_t>(T * ts + 2 * D), 21);
+    std::vector<float> fused = qkv0, ref = qkv0;
+    rope::heads_view<float> q{fused.data(), T, H, D, ts, hs};
+    rope::heads_view<float> k{fused.data() + D, T, H, D, ts, hs};
+    ASSERT_EQ(rope::apply_qk<float>(*tab, q, k, pos.data()), rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, H, D, ts, hs}, pos.data()),
+              rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + D, T, H, D, ts, hs}, pos.data()),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
+    std::size_t changed = 0;
+    for (std::ptrdiff_t t = 0; t < T; ++t)
+      for (std::ptrdiff_t h = 0; h < H; ++h)
+        for (std::ptrdiff_t i = 0; i < 3 * D; ++i) {
+          const auto at = static_cast<std::size_t>(t * ts + h * hs + i);
+          if (i >= 2 * D)
+            ASSERT_EQ(fused[at], qkv0[at]) << "v written";
+          else
+            changed += fused[at] != qkv0[at];
+        }
+    // Token 0 is at position 0 (the identity); the others move nearly every element.
+    EXPECT_GT(changed, static_cast<std::size_t>((T - 1) * H * 2 * D * 9 / 10)) << "q and k rotated";
+    const std::vector<float> before = fused;
+    for (std::ptrdiff_t off : {D / 2, 5 * D / 2}) {
+      rope::heads_view<float> k_bad{fused.data() + off, T, H, D, ts, hs};
+      EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_bad, pos.data()), rope::status::overlapping_buffers)
+          << "k at +" << off;
+    }
+    EXPECT_EQ(0, std::memcmp(fused.data(), before.data(), fused.size() * sizeof(float)));
+  }
+}
+
 TEST(Values, NanAndInfStayInTheirPair) {
   auto tab = rope::get_table<float>(rope::make_spec(8, 8, 1e4, rope::layout::half_split), 10);
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -133,23 +133,57 @@ bool overlap(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   return a0 < b1 && b0 < a1;
 }
 
+/// True when every row of v (token t, head h) starts at v.data + m * step bytes for some
+/// integer m: the head stride (with more than one head) and the token stride (with more than
+/// one token) are multiples of step.
+template <class T>
+bool rows_on_lattice(const heads_view<T>& v, std::intptr_t step) noexcept {
+  const auto size = static_cast<std::intptr_t>(sizeof(T));
+  return (v.n_heads <= 1 || (static_cast<std::intptr_t>(v.head_stride) * size) % step == 0) &&
+         (v.n_tokens <= 1 || (static_cast<std::intptr_t>(v.token_stride) * size) % step == 0);
+}
+
+/// The byte step of v's rows worth trying as a common lattice: its head stride, else (one head)
+/// its token stride, else 0 (one row).
+template <class T>
+std::intptr_t row_step(const heads_view<T>& v) noexcept {
+  const auto size = static_cast<std::intptr_t>(sizeof(T));
+  if (v.n_heads > 1) return static_cast<std::intptr_t>(v.head_stride) * size;
+  if (v.n_tokens > 1) return static_cast<std::intptr_t>(v.token_stride) * size;
+  return 0;
+}
+
 /// True when no element of a's rows is an element of b's rows. Beyond disjoint address
-/// ranges this accepts the fused layout engines use for q, k and v: the same number of tokens
-/// and the same token stride (in bytes), each token's block of heads inside one token period,
-/// and b's block sitting in the gap after a's (or a's after b's) within every period.
+/// ranges this accepts the fused layouts engines use for q, k and v (conservatively: both
+/// tests below are sufficient, not necessary):
+///  - token period: the same number of tokens and the same token stride (in bytes), each
+///    token's block of heads inside one token period, and b's block sitting in the gap after
+///    a's (or a's after b's) within every period ([T, 3, H, D], q|k|v per token);
+///  - row lattice: every row of both views starts on one arithmetic progression of byte step
+///    P (a head stride, or a token stride with one head), and b's rows sit in the gap after
+///    a's rows within every step ([T, H, 3, D], GPT-NeoX's fused qkv: P = 3 * D elements).
 template <class A, class B>
 bool rows_disjoint(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   if (!overlap(a, b)) return true;
-  if (a.n_tokens != b.n_tokens || a.n_tokens < 2) return false;
-  const auto ts = static_cast<std::intptr_t>(a.token_stride) * static_cast<std::intptr_t>(sizeof(A));
-  if (ts != static_cast<std::intptr_t>(b.token_stride) * static_cast<std::intptr_t>(sizeof(B)))
-    return false;
-  const auto block_a = static_cast<std::intptr_t>(((a.n_heads - 1) * a.head_stride + a.head_dim) * static_cast<std::ptrdiff_t>(sizeof(A)));
-  const auto block_b = static_cast<std::intptr_t>(((b.n_heads - 1) * b.head_stride + b.head_dim) * static_cast<std::ptrdiff_t>(sizeof(B)));
-  if (block_a > ts || block_b > ts) return false;
   const std::intptr_t delta = reinterpret_cast<std::intptr_t>(b.data) - reinterpret_cast<std::intptr_t>(a.data);
-  const std::intptr_t r = ((delta % ts) + ts) % ts;  // b's block offset within a's period
-  return r >= block_a && r + block_b <= ts;
+  if (a.n_tokens == b.n_tokens && a.n_tokens >= 2) {
+    const auto ts = static_cast<std::intptr_t>(a.token_stride) * static_cast<std::intptr_t>(sizeof(A));
+    const auto block_a = static_cast<std::intptr_t>(((a.n_heads - 1) * a.head_stride + a.head_dim) * static_cast<std::ptrdiff_t>(sizeof(A)));
+    const auto block_b = static_cast<std::intptr_t>(((b.n_heads - 1) * b.head_stride + b.head_dim) * static_cast<std::ptrdiff_t>(sizeof(B)));
+    if (ts == static_cast<std::intptr_t>(b.token_stride) * static_cast<std::intptr_t>(sizeof(B)) &&
+        block_a <= ts && block_b <= ts) {
+      const std::intptr_t r = ((delta % ts) + ts) % ts;  // b's block offset within a's period
+      if (r >= block_a && r + block_b <= ts) return true;
+    }
+  }
+  const auto row_a = static_cast<std::intptr_t>(a.head_dim) * static_cast<std::intptr_t>(sizeof(A));
+  const auto row_b = static_cast<std::intptr_t>(b.head_dim) * static_cast<std::intptr_t>(sizeof(B));
+  for (const std::intptr_t step : {row_step(a), row_step(b)}) {
+    if (step <= 0 || !rows_on_lattice(a, step) || !rows_on_lattice(b, step)) continue;
+    const std::intptr_t r = ((delta % step) + step) % step;  // b's rows' offset within a step
+    if (r >= row_a && r + row_b <= step) return true;
+  }
+  return false;
 }
 
 template <class A, class B>
