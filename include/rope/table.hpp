@@ -431,7 +431,9 @@ class table {
 /// however many threads ask for it at the same time.
 /// Memory is bounded: once the cached tables take more than max_bytes() (default
 /// ROPE_TABLE_CACHE_MAX_BYTES, 256 MiB), the least recently requested keys are dropped until
-/// they fit again (never the table just built). A dropped table stays valid for every handle
+/// they fit again: never the table just built or requested, nor a key another get() is
+/// requesting or building at that moment (while those run, the cache may hold more than the
+/// bound; each get() drops what it can as it returns). A dropped table stays valid for every handle
 /// held elsewhere; a later request for its key builds it again. Without the bound, a decode loop
 /// past max_position_embeddings with dynamic NTK (a new base, so a new key, every token) kept
 /// every table it ever asked for.
@@ -455,7 +457,8 @@ class table_cache {
                                          std::int64_t positions,
                                          table_mode mode = table_mode::automatic) {
     detail::check_request<Real>(f, l, positions, mode);
-    const std::shared_ptr<slot> s = find_slot(make_key(f, l, mode, sizeof(Real)));
+    const std::shared_ptr<slot> s = find_slot(make_key(f, l, mode, sizeof(Real)));  // pinned
+    const unpin_on_exit unpin{*this, s.get()};  // after the slot's lock is released
     std::lock_guard<std::mutex> lock(s->mutex);
     if (s->current && s->length >= positions)
       return std::static_pointer_cast<const table<Real>>(s->current);
@@ -525,11 +528,22 @@ class table_cache {
     std::mutex mutex;  // guards current and length (held while building)
     std::shared_ptr<const void> current;
     std::int64_t length = 0;
-    // Guarded by the cache's mutex_: the table's bytes as counted in bytes_, the last request's
-    // tick, and whether the slot is still in slots_ (a dropped slot's build is not counted).
+    // Guarded by the cache's mutex_: the table's bytes as counted in bytes_ (0: no table yet),
+    // the last request's tick, the get() calls in flight on it (a pinned slot is not dropped),
+    // and whether the slot is still in slots_ (a dropped slot's build is not counted).
     std::size_t bytes = 0;
     std::uint64_t last_use = 0;
+    std::size_t pins = 0;
     bool held = true;
+  };
+
+  struct unpin_on_exit {
+    table_cache& cache;
+    slot* s;
+    unpin_on_exit(table_cache& c, slot* p) noexcept : cache(c), s(p) {}
+    unpin_on_exit(const unpin_on_exit&) = delete;
+    unpin_on_exit& operator=(const unpin_on_exit&) = delete;
+    ~unpin_on_exit() { cache.unpin(s); }
   };
   using key = std::vector<std::uint64_t>;
 
@@ -558,7 +572,24 @@ class table_cache {
     std::shared_ptr<slot>& s = slots_[std::move(k)];
     if (!s) s = std::make_shared<slot>();
     s->last_use = ++tick_;
+    ++s->pins;
     return s;
+  }
+
+  // The end of one get() on s: slots that were pinned past the bound may go now (never s, the
+  // key just requested). A slot left without a table (its build threw) and with no other get()
+  // in flight leaves the cache, so failed requests do not accumulate keys.
+  void unpin(slot* s) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --s->pins;
+    evict_locked(s);
+    if (s->pins > 0 || !s->held || s->bytes > 0) return;
+    for (auto it = slots_.begin(); it != slots_.end(); ++it)
+      if (it->second.get() == s) {
+        s->held = false;
+        slots_.erase(it);
+        return;
+      }
   }
 
   // Called with s->mutex held (lock order: a slot's mutex, then mutex_; never the reverse).
@@ -575,10 +606,10 @@ class table_cache {
     while (bytes_ > max_bytes_) {
       auto victim = slots_.end();
       for (auto it = slots_.begin(); it != slots_.end(); ++it)
-        if (it->second.get() != keep && it->second->bytes > 0 &&
+        if (it->second.get() != keep && it->second->bytes > 0 && it->second->pins == 0 &&
             (victim == slots_.end() || it->second->last_use < victim->second->last_use))
           victim = it;
-      if (victim == slots_.end()) return;  // only `keep` holds bytes
+      if (victim == slots_.end()) return;  // only `keep` and pinned slots hold bytes
       bytes_ -= victim->second->bytes;
       victim->second->bytes = 0;
       victim->second->held = false;
