@@ -435,6 +435,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const std::uint8_t entry =
       in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
   const std::uint8_t dir_byte = in.u8();
+  // apply_qk in place now and then (entry 6), where q and k may share one fused buffer below.
+  const bool qk_in_place = entry == 6 && (dir_byte & 0x20) != 0;
   const bool inverse = dir_byte % 4 == 0;
   const rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
   // The 16-bit rounding (fp16/bf16 storage only; the reference below uses the same).
@@ -453,13 +455,26 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   if (dim_mode == 250) view_dim = d - 1;  // shorter than the rotary block
   if (dim_mode == 251) view_dim = 0;
 
-  const geometry gq = decode_geometry(in, n_tokens, q_heads, view_dim);
-  const geometry gk = decode_geometry(in, n_tokens, k_heads, view_dim);
+  geometry gq = decode_geometry(in, n_tokens, q_heads, view_dim);
+  geometry gk = decode_geometry(in, n_tokens, k_heads, view_dim);
+  // A fused per-head q|k|v buffer ([T, H, 3, D], GPT-NeoX's) now and then for entry 6: q and k
+  // get head stride 3D and token stride 3HD, q's buffer holds the whole [T, H, 3, D], and k's
+  // rows are placed inside it below (after q's rows: disjoint; half a row in: shared).
+  const std::uint8_t fused_byte = in.u8();
+  const bool fused = entry == 6 && fused_byte % 4 == 0 && n_tokens > 0 && q_heads > 0 &&
+                     view_dim > 0;
+  geometry q_alloc = gq;
+  if (fused) {
+    gq.head_stride = gk.head_stride = 3 * view_dim;
+    gq.token_stride = gk.token_stride = q_heads * 3 * view_dim;
+    q_alloc = gq;
+    q_alloc.head_dim = 3 * view_dim;
+  }
   geometry gq_out = gq, gk_out = gk;
   if (in.u8() % 4 == 0) gq_out = decode_geometry(in, n_tokens, q_heads, view_dim);
   if (in.u8() % 4 == 0) gk_out = decode_geometry(in, n_tokens, k_heads, view_dim);
   std::ptrdiff_t lo, hi;
-  for (const geometry& g : {gq, gk, gq_out, gk_out})
+  for (const geometry& g : {gq, gk, gq_out, gk_out, q_alloc})
     if (!span_of(g, lo, hi)) return;  // spans over 2^20 elements: not interesting, too slow
   const std::ptrdiff_t offset = in.u8() % 8;
 
@@ -478,7 +493,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     positions_ok = positions_ok && pos64[t] >= 0 && pos64[t] < length;
 
   buffer<T> q, k, q_out, k_out;
-  q.allocate(gq, offset);
+  q.allocate(q_alloc, offset);
   k.allocate(gk, offset);
   fill_payload(q, in);
   fill_payload(k, in);
@@ -522,19 +537,23 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   }
 
   const bool qk = entry == 5 || entry == 6;
-  const bool in_place = entry == 3 || entry == 4;
+  const bool in_place = entry == 3 || entry == 4 || qk_in_place;
   // apply_qk with k's rows inside q's buffer now and then: overlapping inputs are fine out of
   // place, an output overlapping anything else is not.
   const T* k_src_mem = k.mem.get();
   std::size_t k_src_size = k.size;
   T* k_data = k.data;
   std::vector<unsigned char> k_src_before = k.bytes();
-  if (qk && entry == 6 && in.u8() % 4 == 0) {
+  if (qk && entry == 6 && (fused || in.u8() % 4 == 0)) {
     std::ptrdiff_t klo, khi;
     span_of(gk, klo, khi);
-    const std::ptrdiff_t off = in.u8() % 8;
-    if (static_cast<std::size_t>(off + (khi - klo)) <= q.size) {
-      k_data = q.mem.get() + off - klo;
+    // Fused: k's first row D, 2D (v's slot), D/2 or 5D/2 (into the next head's q) after q's.
+    const std::ptrdiff_t fused_off[4] = {view_dim, 2 * view_dim, view_dim / 2, 5 * view_dim / 2};
+    // Else k's lowest element 0..7 elements into q's buffer.
+    const std::ptrdiff_t base = fused ? (q.data - q.mem.get()) + fused_off[(fused_byte >> 2) % 4]
+                                      : in.u8() % 8 - klo;
+    if (base + klo >= 0 && static_cast<std::size_t>(base + khi) <= q.size) {
+      k_data = q.mem.get() + base;
       k_src_mem = q.mem.get();
       k_src_size = q.size;
       k_src_before = q.bytes();
