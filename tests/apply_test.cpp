@@ -446,9 +446,11 @@ TEST(GroupedQuery, NeoxFusedQkvPerHeadInOneCall) {
     rope::heads_view<float> q{fused.data(), T, H, D, ts, hs};
     rope::heads_view<float> k{fused.data() + D, T, H, D, ts, hs};
     ASSERT_EQ(rope::apply_qk<float>(*tab, q, k, pos.data()), rope::status::ok);
-    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, H, D, ts, hs}, pos.data()),
-              rope::status::ok);
-    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + D, T, H, D, ts, hs}, pos.data()),
+    ASSERT_EQ(
+        rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, H, D, ts, hs}, pos.data()),
+        rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data() + D, T, H, D, ts, hs},
+                                 pos.data()),
               rope::status::ok);
     EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
     std::size_t changed = 0;
@@ -466,7 +468,8 @@ TEST(GroupedQuery, NeoxFusedQkvPerHeadInOneCall) {
     const std::vector<float> before = fused;
     for (std::ptrdiff_t off : {D / 2, 5 * D / 2}) {
       rope::heads_view<float> k_bad{fused.data() + off, T, H, D, ts, hs};
-      EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_bad, pos.data()), rope::status::overlapping_buffers)
+      EXPECT_EQ(rope::apply_qk<float>(*tab, q, k_bad, pos.data()),
+                rope::status::overlapping_buffers)
           << "k at +" << off;
     }
     EXPECT_EQ(0, std::memcmp(fused.data(), before.data(), fused.size() * sizeof(float)));

@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <rope/rope.hpp>
 #include <thread>
 #include <vector>
-
-#include <rope/rope.hpp>
 
 namespace {
 
@@ -121,11 +120,12 @@ TEST(CacheThreads, BoundedCacheDropsAndRebuildsUnderLoad) {
   {
     rope::table_cache single;
     for (std::size_t i = 0; i < ks.size(); ++i) {
-      for (std::int64_t p = 0; p < 16; ++p) expected[i].push_back(run_once(single, ks[i], fs[i], p * 127));
+      for (std::int64_t p = 0; p < 16; ++p)
+        expected[i].push_back(run_once(single, ks[i], fs[i], p * 127));
       ASSERT_EQ(expected[i].back().size(), 64u);
-      const std::size_t b = ks[i].use_double
-                                ? single.get<double>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes()
-                                : single.get<float>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes();
+      const std::size_t b =
+          ks[i].use_double ? single.get<double>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes()
+                           : single.get<float>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes();
       biggest = std::max(biggest, b);
     }
     all = single.bytes();
@@ -143,16 +143,20 @@ TEST(CacheThreads, BoundedCacheDropsAndRebuildsUnderLoad) {
       for (int i = 0; i < iters; ++i) {
         const std::size_t key = static_cast<std::size_t>(t * 3 + i) % ks.size();
         const std::int64_t p = (t * 7 + i) % 16;
-        if (run_once(shared, ks[key], fs[key], p * 127) != expected[key][static_cast<std::size_t>(p)]) ++mismatches;
+        if (run_once(shared, ks[key], fs[key], p * 127) !=
+            expected[key][static_cast<std::size_t>(p)])
+          ++mismatches;
         std::size_t b = shared.bytes(), m = most.load();
         while (b > m && !most.compare_exchange_weak(m, b)) {
         }
       }
     });
   for (auto& th : pool) th.join();
-  std::printf("cache_thread (bound %zu of %zu bytes): %d threads x %d iterations over %zu keys: %llu builds, %llu evictions, most held %zu bytes, %d mismatches\n",
-              bound, all, threads, iters, ks.size(), static_cast<unsigned long long>(shared.builds()),
-              static_cast<unsigned long long>(shared.evictions()), most.load(), mismatches.load());
+  std::printf(
+      "cache_thread (bound %zu of %zu bytes): %d threads x %d iterations over %zu keys: %llu "
+      "builds, %llu evictions, most held %zu bytes, %d mismatches\n",
+      bound, all, threads, iters, ks.size(), static_cast<unsigned long long>(shared.builds()),
+      static_cast<unsigned long long>(shared.evictions()), most.load(), mismatches.load());
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_GT(shared.evictions(), 0u);
   // While requests are in flight their keys are kept; once none is, at most one table (the one

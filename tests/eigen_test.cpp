@@ -322,8 +322,8 @@ void check_adopted_16bit(int mantissa_bits) {
   std::vector<E> e(n);
   std::vector<R> r(n);
   const auto in_view = rope::packed_heads<const float>(in.data(), T, H, D);
-  rope::status st = rope::apply<float, 128>(*tab, in_view, rope::packed_heads(e.data(), T, H, D),
-                                            pos.data());
+  rope::status st =
+      rope::apply<float, 128>(*tab, in_view, rope::packed_heads(e.data(), T, H, D), pos.data());
   ASSERT_EQ(st, rope::status::ok);
   st = rope::apply<float, 128>(*tab, in_view, rope::packed_heads(r.data(), T, H, D), pos.data());
   ASSERT_EQ(st, rope::status::ok);
@@ -333,10 +333,12 @@ void check_adopted_16bit(int mantissa_bits) {
   for (std::ptrdiff_t t = 0; t < T; ++t)
     for (std::ptrdiff_t h = 0; h < H; ++h) {
       const float* x = in.data() + (t * H + h) * D;
-      const std::vector<ld> ref = oracle::rotate(x, static_cast<int>(D), static_cast<int>(D), w,
-                                                 s.layout, static_cast<ld>(pos[static_cast<std::size_t>(t)]));
+      const std::vector<ld> ref =
+          oracle::rotate(x, static_cast<int>(D), static_cast<int>(D), w, s.layout,
+                         static_cast<ld>(pos[static_cast<std::size_t>(t)]));
       for (std::ptrdiff_t i = 0; i < D; ++i) {
-        const ld got = static_cast<ld>(static_cast<float>(e[static_cast<std::size_t>((t * H + h) * D + i)]));
+        const ld got =
+            static_cast<ld>(static_cast<float>(e[static_cast<std::size_t>((t * H + h) * D + i)]));
         const ld want = ref[static_cast<std::size_t>(i)];
         // Within one ulp of the correctly rounded value: 1.5 ulps of the 16-bit type at |want|
         // (2^-24, fp16's subnormal spacing, at least).
@@ -357,7 +359,9 @@ void check_adopted_16bit(int mantissa_bits) {
   EXPECT_NE(std::memcmp(e2.data(), e.data(), n * 2), 0) << "in place changed nothing";
 }
 
-TEST(Eigen, HalfAdoptedThroughTraits) { check_adopted_16bit<Eigen::half, rope::float16>(10); }
+TEST(Eigen, HalfAdoptedThroughTraits) {
+  check_adopted_16bit<Eigen::half, rope::float16>(10);
+}
 TEST(Eigen, Bfloat16AdoptedThroughTraits) {
   check_adopted_16bit<Eigen::bfloat16, rope::bfloat16>(7);
 }

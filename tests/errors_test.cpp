@@ -101,7 +101,8 @@ TEST(ColdPath, BadFrequenciesNamed) {
       [&] { (void)rope::table<double>::build(f, rope::layout::half_split, 10); },
       "double entries would be subnormal");
   f.attention_factor = 0x1p-102;
-  EXPECT_EQ(rope::table<float>::build(f, rope::layout::half_split, 10)->attention_factor(), 0x1p-102);
+  EXPECT_EQ(rope::table<float>::build(f, rope::layout::half_split, 10)->attention_factor(),
+            0x1p-102);
   // A table_mode outside the enumeration.
   f.attention_factor = 1;
   expect_throw_naming<std::invalid_argument>(

@@ -293,11 +293,13 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   // Without the key, HF main's M0 is max_position_embeddings (required in HF v4.x); the top
   // level's original_max_position_embeddings comes first.
   cfg.rope_scaling.erase("original_max_position_embeddings");
-  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
-            131072);
+  EXPECT_EQ(
+      rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
+      131072);
   cfg.original_max_position_embeddings = 8192;
-  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
-            8192);
+  EXPECT_EQ(
+      rope::from_config(cfg, rope::layout::half_split).scaling.original_max_position_embeddings,
+      8192);
 
   // `type` is an alias of `rope_type`; yarn's falsy defaults and M0 fallback.
   cfg = llama_like();

@@ -2,14 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
-#include <vector>
-
 #include <rope/scaling.hpp>
 #include <rope/table.hpp>
+#include <vector>
 
 #include "oracle.hpp"
 
@@ -202,9 +201,9 @@ TEST(Cache, BoundedBytesDropLeastRecentlyRequested) {
   rope::table_cache cache;
   EXPECT_EQ(cache.max_bytes(), std::size_t{ROPE_TABLE_CACHE_MAX_BYTES});
   auto sp = [](double base) { return rope::make_spec(64, 64, base, rope::layout::half_split); };
-  const std::size_t one = rope::table<float>::build(rope::default_frequencies(sp(1e4)),
-                                                    rope::layout::half_split, 1000)
-                              ->bytes();
+  const std::size_t one =
+      rope::table<float>::build(rope::default_frequencies(sp(1e4)), rope::layout::half_split, 1000)
+          ->bytes();
   cache.set_max_bytes(3 * one);
   auto t0 = cache.get<float>(sp(1e4), 1000);
   auto t1 = cache.get<float>(sp(2e4), 1000);
@@ -261,7 +260,8 @@ TEST(Cache, DynamicNtkDecodeLoopStaysWithinTheBound) {
   cache.set_max_bytes(8 * one);
   std::size_t most = 0;
   for (std::int64_t len = 1025; len < 1125; ++len) {
-    const auto t = cache.get<float>(rope::compute_frequencies(s, sc, len).frequencies, s.layout, 2048);
+    const auto t =
+        cache.get<float>(rope::compute_frequencies(s, sc, len).frequencies, s.layout, 2048);
     EXPECT_EQ(t->bytes(), one);
     most = std::max(most, cache.bytes());
   }

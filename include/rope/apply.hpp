@@ -167,9 +167,12 @@ bool rows_disjoint(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   if (!overlap(a, b)) return true;
   const std::intptr_t delta = reinterpret_cast<std::intptr_t>(b.data) - reinterpret_cast<std::intptr_t>(a.data);
   if (a.n_tokens == b.n_tokens && a.n_tokens >= 2) {
-    const auto ts = static_cast<std::intptr_t>(a.token_stride) * static_cast<std::intptr_t>(sizeof(A));
-    const auto block_a = static_cast<std::intptr_t>(((a.n_heads - 1) * a.head_stride + a.head_dim) * static_cast<std::ptrdiff_t>(sizeof(A)));
-    const auto block_b = static_cast<std::intptr_t>(((b.n_heads - 1) * b.head_stride + b.head_dim) * static_cast<std::ptrdiff_t>(sizeof(B)));
+    const auto ts =
+        static_cast<std::intptr_t>(a.token_stride) * static_cast<std::intptr_t>(sizeof(A));
+    const auto block_a = static_cast<std::intptr_t>(((a.n_heads - 1) * a.head_stride + a.head_dim) *
+                                                    static_cast<std::ptrdiff_t>(sizeof(A)));
+    const auto block_b = static_cast<std::intptr_t>(((b.n_heads - 1) * b.head_stride + b.head_dim) *
+                                                    static_cast<std::ptrdiff_t>(sizeof(B)));
     if (ts == static_cast<std::intptr_t>(b.token_stride) * static_cast<std::intptr_t>(sizeof(B)) &&
         block_a <= ts && block_b <= ts) {
       const std::intptr_t r = ((delta % ts) + ts) % ts;  // b's block offset within a's period

@@ -768,8 +768,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // before M0, so that error names the factor).
   auto factor_from_lengths = [&](const std::string& missing) -> double {
     if (cfg.max_position_embeddings <= 0) detail::raise(error_kind::invalid_argument, missing);
-    return static_cast<double>(cfg.max_position_embeddings) /
-           static_cast<double>(resolve_m0());
+    return static_cast<double>(cfg.max_position_embeddings) / static_cast<double>(resolve_m0());
   };
 
   switch (sc.type) {

@@ -185,7 +185,8 @@ inline const char* message(status st) noexcept {
     case status::bad_stride:
       return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
     case status::overlapping_buffers:
-      return "invalid argument: two views share elements without being the same rows (in and out, or q and k)";
+      return "invalid argument: two views share elements without being the same rows (in and out, "
+             "or q and k)";
     case status::position_out_of_range:
       return "out of range: a position is negative or not below the table's length";
   }

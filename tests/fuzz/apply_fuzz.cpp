@@ -461,8 +461,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   // get head stride 3D and token stride 3HD, q's buffer holds the whole [T, H, 3, D], and k's
   // rows are placed inside it below (after q's rows: disjoint; half a row in: shared).
   const std::uint8_t fused_byte = in.u8();
-  const bool fused = entry == 6 && fused_byte % 4 == 0 && n_tokens > 0 && q_heads > 0 &&
-                     view_dim > 0;
+  const bool fused =
+      entry == 6 && fused_byte % 4 == 0 && n_tokens > 0 && q_heads > 0 && view_dim > 0;
   geometry q_alloc = gq;
   if (fused) {
     gq.head_stride = gk.head_stride = 3 * view_dim;
@@ -550,8 +550,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // Fused: k's first row D, 2D (v's slot), D/2 or 5D/2 (into the next head's q) after q's.
     const std::ptrdiff_t fused_off[4] = {view_dim, 2 * view_dim, view_dim / 2, 5 * view_dim / 2};
     // Else k's lowest element 0..7 elements into q's buffer.
-    const std::ptrdiff_t base = fused ? (q.data - q.mem.get()) + fused_off[(fused_byte >> 2) % 4]
-                                      : in.u8() % 8 - klo;
+    const std::ptrdiff_t base =
+        fused ? (q.data - q.mem.get()) + fused_off[(fused_byte >> 2) % 4] : in.u8() % 8 - klo;
     if (base + klo >= 0 && static_cast<std::size_t>(base + khi) <= q.size) {
       k_data = q.mem.get() + base;
       k_src_mem = q.mem.get();
@@ -616,7 +616,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     std::vector<unsigned char> qm, km;
     cover(q.mem.get(), q.size, q.data, gq, qm);
     cover(q.mem.get(), q.size, k_data, gk, km);
-    for (std::size_t e = 0; e < q.size; ++e) FUZZ_CHECK(!(qm[e] && km[e]), static_cast<long long>(e));
+    for (std::size_t e = 0; e < q.size; ++e)
+      FUZZ_CHECK(!(qm[e] && km[e]), static_cast<long long>(e));
   }
   if (!in_place && q_work)
     FUZZ_CHECK(cover(q_out.mem.get(), q_out.size, q_out.data, gq_out, mark), 0);
