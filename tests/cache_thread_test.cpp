@@ -73,38 +73,66 @@ std::vector<double> run_once(rope::table_cache& cache, const key_case& k, const 
   return out;
 }
 
-TEST(CacheThreads, SixteenThreadsEachKeyBuiltOnceOutputsBitwiseEqual) {
-  const auto ks = keys();
+// The keys, their frequencies, and each key's outputs at positions 0, 127, ..., 15 * 127 from
+// one thread (the reference for the threaded runs).
+struct traffic {
+  std::vector<key_case> ks = keys();
   std::vector<rope::frequencies> fs;
-  for (const auto& k : ks) fs.push_back(freqs(k));
-  std::vector<std::vector<std::vector<double>>> expected(ks.size());
-  {
-    rope::table_cache single;
-    for (std::size_t i = 0; i < ks.size(); ++i)
-      for (std::int64_t p = 0; p < 16; ++p) {
-        expected[i].push_back(run_once(single, ks[i], fs[i], p * 127));
-        ASSERT_EQ(expected[i].back().size(), 64u);
-      }
-  }
-  rope::table_cache shared;
-  const int threads = env_int("ROPE_STRESS_THREADS", 16);
-  const int iters = env_int("ROPE_STRESS_ITERS", 3000);
+  std::vector<std::vector<std::vector<double>>> expected;
+};
+
+void single_threaded(rope::table_cache& single, traffic& tr) {
+  for (const auto& k : tr.ks) tr.fs.push_back(freqs(k));
+  tr.expected.resize(tr.ks.size());
+  for (std::size_t i = 0; i < tr.ks.size(); ++i)
+    for (std::int64_t p = 0; p < 16; ++p) {
+      tr.expected[i].push_back(run_once(single, tr.ks[i], tr.fs[i], p * 127));
+      ASSERT_EQ(tr.expected[i].back().size(), 64u);
+    }
+}
+
+// `threads` threads x `iters` get-or-create + apply on `shared`, thread t at iteration i asking
+// for key (t * key_step + i) mod keys; after_each() runs after every call. Returns the number of
+// outputs that differ from the single-threaded ones.
+template <class F>
+int hammer(rope::table_cache& shared, const traffic& tr, int threads, int iters,
+           std::size_t key_step, F after_each) {
   std::atomic<int> mismatches{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       for (int i = 0; i < iters; ++i) {
-        const std::size_t key = static_cast<std::size_t>(t + i) % ks.size();
+        const std::size_t key =
+            (static_cast<std::size_t>(t) * key_step + static_cast<std::size_t>(i)) % tr.ks.size();
         const std::int64_t p = (t * 7 + i) % 16;
-        if (run_once(shared, ks[key], fs[key], p * 127) != expected[key][static_cast<std::size_t>(p)]) ++mismatches;
+        if (run_once(shared, tr.ks[key], tr.fs[key], p * 127) !=
+            tr.expected[key][static_cast<std::size_t>(p)])
+          ++mismatches;
+        after_each();
       }
     });
   for (auto& th : pool) th.join();
-  std::printf("cache_thread: %d threads x %d iterations (get-or-create + apply) over %zu keys: %llu builds, %d mismatches\n",
-              threads, iters, ks.size(), static_cast<unsigned long long>(shared.builds()), mismatches.load());
-  EXPECT_EQ(mismatches.load(), 0);
-  EXPECT_EQ(shared.builds(), ks.size()) << "each key is built exactly once";
-  EXPECT_EQ(shared.size(), ks.size());
+  return mismatches.load();
+}
+
+TEST(CacheThreads, SixteenThreadsEachKeyBuiltOnceOutputsBitwiseEqual) {
+  traffic tr;
+  {
+    rope::table_cache single;
+    single_threaded(single, tr);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  rope::table_cache shared;
+  const int threads = env_int("ROPE_STRESS_THREADS", 16);
+  const int iters = env_int("ROPE_STRESS_ITERS", 3000);
+  const int mismatches = hammer(shared, tr, threads, iters, 1, [] {});
+  std::printf(
+      "cache_thread: %d threads x %d iterations (get-or-create + apply) over %zu keys: %llu "
+      "builds, %d mismatches\n",
+      threads, iters, tr.ks.size(), static_cast<unsigned long long>(shared.builds()), mismatches);
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(shared.builds(), tr.ks.size()) << "each key is built exactly once";
+  EXPECT_EQ(shared.size(), tr.ks.size());
 }
 
 // The same traffic with a byte bound that holds about two of the keys' tables: keys are dropped
@@ -112,21 +140,18 @@ TEST(CacheThreads, SixteenThreadsEachKeyBuiltOnceOutputsBitwiseEqual) {
 // the single-threaded one, and once the threads are done the cache holds no more than the
 // bound plus the table requested last. (Fewer iterations: most requests build.)
 TEST(CacheThreads, BoundedCacheDropsAndRebuildsUnderLoad) {
-  const auto ks = keys();
-  std::vector<rope::frequencies> fs;
-  for (const auto& k : ks) fs.push_back(freqs(k));
-  std::vector<std::vector<std::vector<double>>> expected(ks.size());
+  traffic tr;
   std::size_t all = 0, biggest = 0;
   {
     rope::table_cache single;
-    for (std::size_t i = 0; i < ks.size(); ++i) {
-      for (std::int64_t p = 0; p < 16; ++p)
-        expected[i].push_back(run_once(single, ks[i], fs[i], p * 127));
-      ASSERT_EQ(expected[i].back().size(), 64u);
-      const std::size_t b =
-          ks[i].use_double ? single.get<double>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes()
-                           : single.get<float>(fs[i], ks[i].spec.layout, kLen, ks[i].mode)->bytes();
-      biggest = std::max(biggest, b);
+    single_threaded(single, tr);
+    if (::testing::Test::HasFatalFailure()) return;
+    for (std::size_t i = 0; i < tr.ks.size(); ++i) {
+      const key_case& k = tr.ks[i];
+      biggest = std::max(biggest,
+                         k.use_double
+                             ? single.get<double>(tr.fs[i], k.spec.layout, kLen, k.mode)->bytes()
+                             : single.get<float>(tr.fs[i], k.spec.layout, kLen, k.mode)->bytes());
     }
     all = single.bytes();
   }
@@ -135,29 +160,18 @@ TEST(CacheThreads, BoundedCacheDropsAndRebuildsUnderLoad) {
   shared.set_max_bytes(bound);
   const int threads = env_int("ROPE_STRESS_THREADS", 16);
   const int iters = std::min(env_int("ROPE_STRESS_ITERS", 3000), 300);
-  std::atomic<int> mismatches{0};
   std::atomic<std::size_t> most{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int i = 0; i < iters; ++i) {
-        const std::size_t key = static_cast<std::size_t>(t * 3 + i) % ks.size();
-        const std::int64_t p = (t * 7 + i) % 16;
-        if (run_once(shared, ks[key], fs[key], p * 127) !=
-            expected[key][static_cast<std::size_t>(p)])
-          ++mismatches;
-        std::size_t b = shared.bytes(), m = most.load();
-        while (b > m && !most.compare_exchange_weak(m, b)) {
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
+  const int mismatches = hammer(shared, tr, threads, iters, 3, [&] {
+    std::size_t b = shared.bytes(), m = most.load();
+    while (b > m && !most.compare_exchange_weak(m, b)) {
+    }
+  });
   std::printf(
       "cache_thread (bound %zu of %zu bytes): %d threads x %d iterations over %zu keys: %llu "
       "builds, %llu evictions, most held %zu bytes, %d mismatches\n",
-      bound, all, threads, iters, ks.size(), static_cast<unsigned long long>(shared.builds()),
-      static_cast<unsigned long long>(shared.evictions()), most.load(), mismatches.load());
-  EXPECT_EQ(mismatches.load(), 0);
+      bound, all, threads, iters, tr.ks.size(), static_cast<unsigned long long>(shared.builds()),
+      static_cast<unsigned long long>(shared.evictions()), most.load(), mismatches);
+  EXPECT_EQ(mismatches, 0);
   EXPECT_GT(shared.evictions(), 0u);
   // While requests are in flight their keys are kept; once none is, at most one table (the one
   // requested last) is past the bound.

@@ -273,7 +273,7 @@ void check_case(const fs::path& path, totals& tot) {
         << c.name << " inv_freq[" << j << "]";
   EXPECT_LE(std::fabs(f->attention_factor - c.number("attention_factor")), 1e-15) << c.name;
 #if ROPE_HAS_EXCEPTIONS
-  try {  // the table build throws for a position past 2^32 or an A past float's range
+  try {  // the table build throws for a position past 2^32 or an A outside the table type's range
 #endif
     tot.max_abs_err_float = std::max(tot.max_abs_err_float, run_case<float>(c, *f, *l, "float"));
     tot.max_abs_err_double =
