@@ -218,7 +218,11 @@ void check_every_head_dim() {
 // (masked); rows of 8 or more vectors with and without such a tail (read in groups in place:
 // 140, 256, 280); and out of place, half-split rows that hold one half's results and rows that
 // take a pass per half (more than 4 vectors with 16-bit low parts or mixed sizes: 140, 160,
-// 176, 256, 280 on AVX-512). The output sits 1 KiB above the input modulo 4096 (out of place,
+// 176, 256, 280 on AVX-512). bf16 in and out on AVX-512 runs rows in even/odd pairs of vectors
+// (use_pairs): whole pairs (64, 128, 256; 96 and 160 interleaved), pairs then a vector (48, 80,
+// 112, 176 interleaved; 96, 160 half-split), then a half-width one (80 half-split), then both
+// (112, 176 half-split, 280 interleaved); the others (8-24, 140; 48 and 280 half-split) a vector
+// at a time. The output sits 1 KiB above the input modulo 4096 (out of place,
 // the x86 kernels then run backwards) and 1 KiB below (forwards), with and without a copied
 // tail.
 template <class K, std::size_t Dim>
@@ -338,6 +342,33 @@ ROPE_AVX512_FN void avx512_narrow(const float* p, T16* out, std::size_t n) {
   namespace k = rope::arch::avx512::detail;
   for (std::size_t i = 0; i < n; i += 16)
     k::io<float, rope::format_of_v<T16>>::store(out + i, k::io<float, rope::storage_format::f32>::load(p + i));
+}
+// bf16 through the AVX-512 even/odd pairs (bf16_pairs: 32 elements per load and store), the
+// floats in element order.
+ROPE_AVX512_FN void avx512_pair_widen(const rope::bfloat16* p, float* out, std::size_t n) {
+  using B = rope::arch::avx512::detail::bf16_pairs<float>;
+  alignas(64) float even[16], odd[16];
+  for (std::size_t i = 0; i < n; i += 32) {
+    __m512 e, o;
+    B::load(p + i, e, o);
+    _mm512_store_ps(even, e);
+    _mm512_store_ps(odd, o);
+    for (std::size_t k = 0; k < 16; ++k) {
+      out[i + 2 * k] = even[k];
+      out[i + 2 * k + 1] = odd[k];
+    }
+  }
+}
+ROPE_AVX512_FN void avx512_pair_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
+  using B = rope::arch::avx512::detail::bf16_pairs<float>;
+  alignas(64) float even[16], odd[16];
+  for (std::size_t i = 0; i < n; i += 32) {
+    for (std::size_t k = 0; k < 16; ++k) {
+      even[k] = p[i + 2 * k];
+      odd[k] = p[i + 2 * k + 1];
+    }
+    B::store(out + i, _mm512_load_ps(even), _mm512_load_ps(odd));
+  }
 }
 template <class T16>
 ROPE_AVX2_FN void avx2_widen(const T16* p, float* out, std::size_t n) {
@@ -460,6 +491,14 @@ TEST(SimdAvx2, Bf16StoreEqualsScalarOnEveryFloat) {
 TEST(SimdAvx512, Bf16StoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   check_bf16_store_every_float(avx512_narrow<rope::bfloat16>);
+}
+TEST(SimdAvx512, Bf16PairStoreEqualsScalarOnEveryFloat) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_bf16_store_every_float(avx512_pair_narrow);
+}
+TEST(SimdAvx512, Bf16PairConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_conversions<rope::bfloat16>(avx512_pair_widen, avx512_pair_narrow);
 }
 TEST(SimdAvx2, Fp16ConversionsEqualScalarOnAllPatterns) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);

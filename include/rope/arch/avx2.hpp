@@ -201,6 +201,12 @@ struct io<float, storage_format::bf16> {
   }
 };
 
+// No even/odd bf16 pairs here (see rope/arch/avx512.hpp): bf16 rows go a vector at a time.
+template <class Real>
+struct bf16_pairs {
+  static constexpr bool enabled = false;
+};
+
 // No half-width vectors here: a row that ends in half a vector ends with a shifted one.
 template <class Real>
 struct half_vectors {
