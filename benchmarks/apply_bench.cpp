@@ -250,16 +250,27 @@ void BM_Stream(benchmark::State& state, int D, int T, std::size_t bytes, int grp
 // What the 16-bit conversions alone cost: the in-place stream x = a*x + b over 16-bit rows,
 // each vector widened by the AVX-512 kernels' load, one fma in float, rounded back by their
 // store. rope on fp16/bf16 does this plus the rotation, so this is the most a kernel built on
-// these conversions can reach.
+// these conversions can reach. bf16 goes 32 values at a time through the even/odd pairs the
+// kernels use for bf16 in and out (bf16_pairs).
 template <class T16>
 void BM_ConvertStream(benchmark::State& state, int D, int T, int grp) {
   using io = rope::arch::avx512::detail::io<float, rope::format_of_v<T16>>;
-  buffer<T16> x = input<T16>(elems(D, T));  // a multiple of 16 elements (kHeads = 32)
+  using pairs = rope::arch::avx512::detail::bf16_pairs<float>;
+  buffer<T16> x = input<T16>(elems(D, T));  // a multiple of 32 elements (kHeads = 32)
   const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.0005f);
   for (auto _ : state) {
     T16* p = x.data();
     const std::size_t n = x.size();
-    for (std::size_t i = 0; i < n; i += 16) io::store(p + i, _mm512_fmadd_ps(io::load(p + i), a, b));
+    if constexpr (rope::format_of_v<T16> == rope::storage_format::bf16) {
+      for (std::size_t i = 0; i < n; i += 32) {
+        __m512 e, o;
+        pairs::load(p + i, e, o);
+        pairs::store(p + i, _mm512_fmadd_ps(e, a, b), _mm512_fmadd_ps(o, a, b));
+      }
+    } else {
+      for (std::size_t i = 0; i < n; i += 16)
+        io::store(p + i, _mm512_fmadd_ps(io::load(p + i), a, b));
+    }
     benchmark::DoNotOptimize(p);
     benchmark::ClobberMemory();
   }
