@@ -12,9 +12,10 @@
 // as zero). Runtime-dispatched builds (no AVX512_BF16 in the target) use the integer form.
 //
 // This file holds what is AVX-512's own: the vector types, conversions and masks (detail::vec,
-// detail::io, detail::half_vectors). The kernels written over them (rotate_row_held,
-// rotate_row_dyn, run) are the shared text rope/arch/detail/kernel_body.inc, included at the
-// end inside this namespace and this target, as avx2.hpp does with its own types.
+// detail::io, detail::half_vectors, and detail::bf16_pairs for bf16 rows as even/odd pairs). The
+// kernels written over them (rotate_row_held, rotate_row_dyn, run) are the shared text
+// rope/arch/detail/kernel_body.inc, included at the end inside this namespace and this target, as
+// avx2.hpp does with its own types.
 //
 // Every function carries the target attribute unless the compiler's flags already enable the
 // ISA, so a baseline x86-64 build can hold these kernels for runtime dispatch (rope/isa.hpp).
