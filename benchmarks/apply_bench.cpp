@@ -43,17 +43,17 @@ constexpr double kMinTime = 0.2;
 
 // What a benchmark measures (the "group" counter); the baselines are groups too.
 enum group : int {
-  g_stream = 0,      // in-place stream over the float rows' bytes
-  g_stream16 = 1,    // in-place stream over 16-bit rows' bytes
-  g_copy = 2,        // memcpy of the float rows
-  g_float = 3,       // rope::apply, float, in place, compile-time dispatch
-  g_fp16 = 4,        // fp16 in place
-  g_bf16 = 5,        // bf16 in place
-  g_out = 6,         // float out of place
-  g_out_fp16 = 7,    // float in, fp16 out (a KV-cache write)
-  g_convert_fp16 = 8,  // in-place stream over fp16 rows through rope's AVX-512 conversions
-  g_convert_bf16 = 9,  // the same over bf16 rows
-  g_isa = 10,        // + rope::isa value: float in place, runtime dispatch forced to that path
+  g_stream = 0,           // in-place stream over the float rows' bytes
+  g_stream16 = 1,         // in-place stream over 16-bit rows' bytes
+  g_copy = 2,             // memcpy of the float rows
+  g_float = 3,            // rope::apply, float, in place, compile-time dispatch
+  g_fp16 = 4,             // fp16 in place
+  g_bf16 = 5,             // bf16 in place
+  g_out = 6,              // float out of place
+  g_out_fp16 = 7,         // float in, fp16 out (a KV-cache write)
+  g_convert_fp16 = 8,     // in-place stream over fp16 rows through rope's AVX-512 conversions
+  g_convert_bf16 = 9,     // the same over bf16 rows
+  g_isa = 10,             // + rope::isa value: float in place, runtime dispatch forced to that path
   g_decode_static = 20,   // decode (T = 1): rope::apply, compile-time dispatch (this file)
   g_decode_runtime = 21,  // decode: rope::apply built for baseline x86-64, runtime dispatch
   g_fp16_fast = 30,       // fp16 in place, rope::rounding::fast (no low-part correction)
@@ -61,6 +61,8 @@ enum group : int {
   g_out_fp16_fast = 32,   // float in, fp16 out, rounding::fast
   g_dynamic = 34,         // float in place, Dim = rope::dynamic (rotary dim read from the table)
   g_out_dynamic = 35,     // float out of place, Dim = rope::dynamic
+  g_out_bf16 = 36,        // float in, bf16 out (a KV-cache write)
+  g_out_bf16_fast = 37,   // float in, bf16 out, rounding::fast
 };
 
 // Positions: decode at 4000, prefill 0..T-1.
@@ -321,6 +323,8 @@ void register_layout(int T) {
       [T](benchmark::State& s) { BM_ApplyOut<float, D, L>(s, T, g_out); });
   add("BM_ApplyOut<float->fp16, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16); });
+  add("BM_ApplyOut<float->bf16, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<rope::bfloat16, D, L>(s, T, g_out_bf16); });
   constexpr rope::rounding fast = rope::rounding::fast;
   add("BM_Apply<fp16 fast, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_Apply<rope::float16, D, L>(s, T, g_fp16_fast, fast); });
@@ -328,6 +332,8 @@ void register_layout(int T) {
       [T](benchmark::State& s) { BM_Apply<rope::bfloat16, D, L>(s, T, g_bf16_fast, fast); });
   add("BM_ApplyOut<float->fp16 fast, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_ApplyOut<rope::float16, D, L>(s, T, g_out_fp16_fast, fast); });
+  add("BM_ApplyOut<float->bf16 fast, " + d + ", " + l + ">" + suffix,
+      [T](benchmark::State& s) { BM_ApplyOut<rope::bfloat16, D, L>(s, T, g_out_bf16_fast, fast); });
   add("BM_Apply<float, dynamic " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_Apply<float, D, L, true>(s, T, g_dynamic); });
   add("BM_ApplyOut<float->float, dynamic " + d + ", " + l + ">" + suffix,
@@ -432,12 +438,17 @@ int main(int argc, char** argv) {
   print_ratio_table(rep, "float, out of place (baseline: memcpy of the rows)", g_out, g_copy, "copy GB/s");
   print_ratio_table(rep, "float in, fp16 out (GB/s over bytes read + written; baseline: float memcpy)",
                     g_out_fp16, g_copy, "copy GB/s");
+  print_ratio_table(rep,
+                    "float in, bf16 out (GB/s over bytes read + written; baseline: float memcpy)",
+                    g_out_bf16, g_copy, "copy GB/s");
   print_ratio_table(rep, "fp16 storage, in place, rounding::fast (float result rounded once; baseline: stream)",
                     g_fp16_fast, g_stream16, "stream GB/s");
   print_ratio_table(rep, "bf16 storage, in place, rounding::fast (baseline: stream)", g_bf16_fast, g_stream16,
                     "stream GB/s");
   print_ratio_table(rep, "float in, fp16 out, rounding::fast (baseline: float memcpy)", g_out_fp16_fast, g_copy,
                     "copy GB/s");
+  print_ratio_table(rep, "float in, bf16 out, rounding::fast (baseline: float memcpy)",
+                    g_out_bf16_fast, g_copy, "copy GB/s");
 
   std::printf("\n16-bit streams through the AVX-512 conversions (load, one fma, store; the same bytes as "
               "the 16-bit rows) against the float stream over those bytes\n");

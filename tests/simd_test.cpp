@@ -376,6 +376,15 @@ ROPE_AVX512_FN void avx512_pair_narrow(const float* p, rope::bfloat16* out, std:
     B::store(out + i, _mm512_load_ps(even), _mm512_load_ps(odd));
   }
 }
+// bf16 stored two vectors at a time (io::store_two: 32 elements per store, as out-of-place rows
+// with a bf16 output store them).
+ROPE_AVX512_FN void avx512_two_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
+  namespace k = rope::arch::avx512::detail;
+  using F32 = k::io<float, rope::storage_format::f32>;
+  for (std::size_t i = 0; i < n; i += 32)
+    k::io<float, rope::storage_format::bf16>::store_two(out + i, F32::load(p + i),
+                                                        F32::load(p + i + 16));
+}
 template <class T16>
 ROPE_AVX2_FN void avx2_widen(const T16* p, float* out, std::size_t n) {
   namespace k = rope::arch::avx2::detail;
@@ -519,6 +528,10 @@ TEST(SimdAvx512, Bf16StoreEqualsScalarOnEveryFloat) {
 TEST(SimdAvx512, Bf16PairStoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   check_bf16_store_every_float(avx512_pair_narrow);
+}
+TEST(SimdAvx512, Bf16TwoVectorStoreEqualsScalarOnEveryFloat) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  check_bf16_store_every_float(avx512_two_narrow);
 }
 TEST(SimdAvx512, Bf16PairConversionsEqualScalarOnAllPatterns) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);

@@ -213,6 +213,29 @@ struct io<float, storage_format::bf16> {
   ROPE_AVX512_FN static void store(void* p, V v, M m) noexcept {
     _mm256_mask_storeu_epi16(p, m, round(v));
   }
+  // Two adjacent vectors (a: elements 0-15, b: 16-31) stored as one 64-byte row of words: one
+  // vcvtne2ps2bf16 and one zero-word test per 32 elements where store takes two of each, and
+  // the words come out in element order (no vpermw, unlike bf16_pairs::round). Out-of-place
+  // rows with a bf16 output (a float -> bf16 KV-cache write) store their vectors two at a time
+  // through this (kernel_body.inc: stores_two).
+  static constexpr bool two_at_once = true;
+  ROPE_AVX512_FN static __m512i round_two(V a, V b) noexcept {
+#if defined(__AVX512BF16__)
+    const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a's words, then b's
+    if (__builtin_expect(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) == 0, 1) ||
+        (_mm512_fpclass_ps_mask(a, 0x20) | _mm512_fpclass_ps_mask(b, 0x20)) == 0)
+      return r;
+#endif
+    // The high word of every 32-bit lane of a, then of b (vpermt2w).
+    return _mm512_permutex2var_epi16(
+        round_bits(a),
+        _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1),
+        round_bits(b));
+  }
+  ROPE_AVX512_FN static void store_two(void* p, V a, V b) noexcept {
+    _mm512_storeu_si512(p, round_two(a, b));
+  }
 };
 
 // bf16 rows 32 elements (64 bytes) at a time, as two float vectors: the even elements and the
