@@ -198,6 +198,9 @@ void check_all_types(const tables& tabs, const shape& s, std::uint64_t seed) {
   check_all_modes<K, Dim, float, rope::bfloat16>(tabs, s, seed);
   check_all_modes<K, Dim, rope::float16, float>(tabs, s, seed);
   check_all_modes<K, Dim, rope::bfloat16, rope::float16>(tabs, s, seed);
+  // A bf16 output of the same element size that never goes in pairs: out of place it runs
+  // backwards at phase 1024, storing two vectors at a time (io::store_two) with odd counts too.
+  check_all_modes<K, Dim, rope::float16, rope::bfloat16>(tabs, s, seed);
 }
 
 // Every head dim (dynamic Dim), full and partial rotary dims, both layouts, offsets 0..15.
@@ -228,8 +231,10 @@ void check_every_head_dim() {
 // (use_pairs): whole pairs (64, 128, 256; 96 and 160 interleaved), pairs then a vector (48, 80,
 // 112, 176 interleaved; 96, 160 half-split), then a half-width one (80 half-split), then both
 // (112, 176 half-split, 280 interleaved); the others (8-24, 140; 48 and 280 half-split) a vector
-// at a time. The output sits 1 KiB above the input modulo 4096 (out of place,
-// the x86 kernels then run backwards) and 1 KiB below (forwards), with and without a copied
+// at a time. Out of place, bf16 outputs held in vectors (float or fp16 in, and bf16 rows not in
+// pairs) are stored two vectors at a time (io::store_two), with odd counts (48, 80, 112, 176
+// interleaved on AVX-512) and even ones. The output sits 1 KiB above the input modulo 4096 (out of
+// place, the x86 kernels then run backwards) and 1 KiB below (forwards), with and without a copied
 // tail.
 template <class K, std::size_t Dim>
 void check_static_dim() {
@@ -376,14 +381,21 @@ ROPE_AVX512_FN void avx512_pair_narrow(const float* p, rope::bfloat16* out, std:
     B::store(out + i, _mm512_load_ps(even), _mm512_load_ps(odd));
   }
 }
-// bf16 stored two vectors at a time (io::store_two: 32 elements per store, as out-of-place rows
-// with a bf16 output store them).
+// bf16 stored two vectors at a time (io::store_two: 32 elements per store on AVX-512, 16 on AVX2,
+// as out-of-place rows with a bf16 output store them).
 ROPE_AVX512_FN void avx512_two_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
   namespace k = rope::arch::avx512::detail;
   using F32 = k::io<float, rope::storage_format::f32>;
   for (std::size_t i = 0; i < n; i += 32)
     k::io<float, rope::storage_format::bf16>::store_two(out + i, F32::load(p + i),
                                                         F32::load(p + i + 16));
+}
+ROPE_AVX2_FN void avx2_two_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
+  namespace k = rope::arch::avx2::detail;
+  using F32 = k::io<float, rope::storage_format::f32>;
+  for (std::size_t i = 0; i < n; i += 16)
+    k::io<float, rope::storage_format::bf16>::store_two(out + i, F32::load(p + i),
+                                                        F32::load(p + i + 8));
 }
 template <class T16>
 ROPE_AVX2_FN void avx2_widen(const T16* p, float* out, std::size_t n) {
@@ -479,8 +491,9 @@ bool sweep_every_float() {
 // class test on results holding a zero word and the fall-back to the integer form on vectors
 // holding a subnormal). Then blocks of zeros among normal values (no subnormal): the sweep's
 // blocks holding a zero all hold subnormals too, so a zero word that needs no fall-back is
-// checked here. Reduced (sweep_every_float): every pattern whose exponent is 0
-// or 255 (zeros, subnormals, Inf, NaN) and the patterns of one upper half in 257 otherwise.
+// checked here; and blocks with one subnormal. Reduced (sweep_every_float): every pattern whose
+// exponent is 0 or 255 (zeros, subnormals, Inf, NaN) and the patterns of one upper half in 257
+// otherwise.
 void check_bf16_store_every_float(void (*narrow)(const float*, rope::bfloat16*, std::size_t)) {
   const bool every = sweep_every_float();
   std::vector<float> f(65536);
@@ -515,6 +528,20 @@ void check_bf16_store_every_float(void (*narrow)(const float*, rope::bfloat16*, 
       ASSERT_EQ(raw(o2[i]), raw(rope::storage_traits<rope::bfloat16>::store(f2[i])))
           << "zeros block, element " << i;
   }
+  // One subnormal among normal values, at each position of a 64-element block: the sweep's
+  // blocks share their upper half, so every vector of a two-vector store (store_two) holds a
+  // subnormal or none does; here one vector does and the other not, either one.
+  for (std::size_t at = 0; at < mixed.size(); ++at)
+    for (float sub : {1e-40f, -3e-39f}) {
+      std::vector<float> f3(mixed.size());
+      for (std::size_t i = 0; i < f3.size(); ++i) f3[i] = 1.0f + static_cast<float>(i) / 128.0f;
+      f3[at] = sub;
+      std::vector<rope::bfloat16> o3(f3.size());
+      narrow(f3.data(), o3.data(), f3.size());
+      for (std::size_t i = 0; i < f3.size(); ++i)
+        ASSERT_EQ(raw(o3[i]), raw(rope::storage_traits<rope::bfloat16>::store(f3[i])))
+            << "one subnormal at " << at << ", element " << i;
+    }
 }
 
 TEST(SimdAvx2, Bf16StoreEqualsScalarOnEveryFloat) {
@@ -528,6 +555,10 @@ TEST(SimdAvx512, Bf16StoreEqualsScalarOnEveryFloat) {
 TEST(SimdAvx512, Bf16PairStoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   check_bf16_store_every_float(avx512_pair_narrow);
+}
+TEST(SimdAvx2, Bf16TwoVectorStoreEqualsScalarOnEveryFloat) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_bf16_store_every_float(avx2_two_narrow);
 }
 TEST(SimdAvx512, Bf16TwoVectorStoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);

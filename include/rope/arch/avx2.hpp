@@ -182,6 +182,12 @@ struct io<float, storage_format::bf16> {
     if (__builtin_expect(_mm_testn_epi16_mask(c, _mm_set1_epi16(0x7fff)) == 0, 1)) return c;
     if (_mm256_fpclass_ps_mask(v, 0x20) == 0) return c;  // zeros, no subnormal: c is right
 #endif
+    const __m256i r = round_lanes(v);
+    // Every lane is <= 0xffff, so the unsigned-saturating pack is a plain narrowing.
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  }
+  // The integer form's result before narrowing: each 32-bit lane holds its bf16 word.
+  ROPE_AVX2_FN static __m256i round_lanes(V v) noexcept {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i top = _mm256_srli_epi32(x, 16);
     const __m256i lsb = _mm256_and_si256(top, _mm256_set1_epi32(1));
@@ -189,15 +195,30 @@ struct io<float, storage_format::bf16> {
     const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
     const __m256i quiet = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-    // Every lane is <= 0xffff, so the unsigned-saturating pack is a plain narrowing.
-    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    return _mm256_blendv_epi8(rounded, quiet, nan);
   }
   ROPE_AVX2_FN static void store(void* p, V v) noexcept {
     _mm_storeu_si128(static_cast<__m128i*>(p), round(v));
   }
   ROPE_AVX2_FN static void store(void* p, V v, std::size_t n) noexcept {
     store16_partial(p, round(v), n);
+  }
+  // Two adjacent vectors (a: elements 0-7, b: 8-15) as one 32-byte store, as the AVX-512
+  // path's store_two: one pack of both and one lane permute (vpermq) per 16 elements, where
+  // store takes two packs and two extracts (kernel_body.inc: stores_two).
+  static constexpr bool two_at_once = true;
+  ROPE_AVX2_FN static __m256i round_two(V a, V b) noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+    const __m256i c = (__m256i)_mm256_cvtne2ps_pbh(b, a);  // a's words, then b's
+    if (__builtin_expect(_mm256_testn_epi16_mask(c, _mm256_set1_epi16(0x7fff)) == 0, 1) ||
+        (_mm256_fpclass_ps_mask(a, 0x20) | _mm256_fpclass_ps_mask(b, 0x20)) == 0)
+      return c;
+#endif
+    // The pack gives a0-3, b0-3 | a4-7, b4-7 (per 128-bit lane); vpermq puts a's halves first.
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(round_lanes(a), round_lanes(b)), 0xD8);
+  }
+  ROPE_AVX2_FN static void store_two(void* p, V a, V b) noexcept {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), round_two(a, b));
   }
 };
 

@@ -216,8 +216,9 @@ struct io<float, storage_format::bf16> {
   // Two adjacent vectors (a: elements 0-15, b: 16-31) stored as one 64-byte row of words: one
   // vcvtne2ps2bf16 and one zero-word test per 32 elements where store takes two of each, and
   // the words come out in element order (no vpermw, unlike bf16_pairs::round). Out-of-place
-  // rows with a bf16 output (a float -> bf16 KV-cache write) store their vectors two at a time
-  // through this (kernel_body.inc: stores_two).
+  // rows held in vectors with a bf16 output (a float -> bf16 KV-cache write; bf16 rows that do
+  // not go in pairs) store their vectors two at a time through this (kernel_body.inc:
+  // stores_two).
   static constexpr bool two_at_once = true;
   ROPE_AVX512_FN static __m512i round_two(V a, V b) noexcept {
 #if defined(__AVX512BF16__)
