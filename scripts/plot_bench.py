@@ -32,6 +32,10 @@ SERIES = [
     ((30, 2), "fp16 half_split, rounding::fast", 1),
     ((6, 1), "float out of place interleaved", 2),
     ((6, 2), "float out of place half_split", 2),
+    ((7, 1), "float -> fp16 out of place interleaved", 2),
+    ((7, 2), "float -> fp16 out of place half_split", 2),
+    ((36, 1), "float -> bf16 out of place interleaved", 2),
+    ((36, 2), "float -> bf16 out of place half_split", 2),
 ]
 # Baselines drawn in the GB/s panels: group -> (label, line style, colour). Groups 8 and 9 are
 # what the 16-bit conversions alone allow (BM_ConvertStream).
@@ -70,15 +74,18 @@ def main():
     fig, axes = plt.subplots(len(tokens), 2, figsize=(15, 5 * len(tokens)), squeeze=False)
     for row, T in enumerate(tokens):
         ax_g, ax_r = axes[row]
-        for (grp, kind), label, base in SERIES:
+        # One colour per series (tab20: the default cycle repeats after 10).
+        colours = plt.get_cmap("tab20")
+        for n, ((grp, kind), label, base) in enumerate(SERIES):
             xs = [d for d in dims if (grp, kind, d, T) in gbps]
             if not xs:
                 continue
             ys = [gbps[(grp, kind, d, T)] for d in xs]
             style = "-o" if kind == 1 else "-s"
-            ax_g.plot(xs, ys, style, label=label)
+            c = colours(n % 20)
+            ax_g.plot(xs, ys, style, color=c, label=label)
             rx = [d for d in xs if (base, 0, d, T) in gbps]
-            ax_r.plot(rx, [gbps[(grp, kind, d, T)] / gbps[(base, 0, d, T)] for d in rx], style, label=label)
+            ax_r.plot(rx, [gbps[(grp, kind, d, T)] / gbps[(base, 0, d, T)] for d in rx], style, color=c, label=label)
         for base, (label, style, colour) in BASELINES.items():
             xs = [d for d in dims if (base, 0, d, T) in gbps]
             if xs:
