@@ -7,11 +7,13 @@
 //    kernels' conversions (what the conversions alone allow).
 // After the Google Benchmark output, prints tables per (D, T): GB/s and ratio to the baseline
 // (medians when run with repetitions): float in place per layout (compile-time path), each ISA
-// path forced at run time, fp16/bf16 in place, float out of place, the 16-bit ones again with
-// rope::rounding::fast, float with Dim = rope::dynamic against Dim = D, and the cost of
-// runtime dispatch at decode: rope::apply compiled here
-// (-march=native, compile-time dispatch) against rope::apply compiled for baseline x86-64 with
-// runtime dispatch (baseline_dispatch.cpp, linked into this binary).
+// path forced at run time, fp16/bf16 in place (compile-time path, then each ISA path forced),
+// float out of place, the 16-bit ones again with rope::rounding::fast, float with
+// Dim = rope::dynamic against Dim = D, and the cost of runtime dispatch at decode: rope::apply
+// compiled here (-march=native, compile-time dispatch) against rope::apply compiled for baseline
+// x86-64 with runtime dispatch (baseline_dispatch.cpp, linked into this binary). The 16-bit rows
+// forced to the AVX2 path use vcvtneps2bf16 where this binary's flags have AVX512_BF16 (bf16
+// vectors outside the even/odd pairs); a -march=haswell build shows what an AVX2-only CPU runs.
 //
 //   apply_bench [--benchmark_repetitions=3 --benchmark_report_aggregates_only=true]
 //               [--benchmark_out=bench.json --benchmark_out_format=json]
@@ -63,6 +65,8 @@ enum group : int {
   g_out_dynamic = 35,     // float out of place, Dim = rope::dynamic
   g_out_bf16 = 36,        // float in, bf16 out (a KV-cache write)
   g_out_bf16_fast = 37,   // float in, bf16 out, rounding::fast
+  g_isa_fp16 = 40,        // + rope::isa value: fp16 in place, runtime dispatch forced to that path
+  g_isa_bf16 = 45,        // + rope::isa value: bf16 in place, forced
 };
 
 // Positions: decode at 4000, prefill 0..T-1.
@@ -157,26 +161,27 @@ rope::status apply_dispatched(const rope::table<float>& tab, const rope::heads_v
   return rope::status::ok;
 }
 
-// Float in place through the runtime dispatcher forced to one path.
-template <int D, rope::layout L>
-void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path) {
+// In place (float, fp16 or bf16; rounding::accurate) through the runtime dispatcher forced to
+// one path.
+template <class T, int D, rope::layout L>
+void BM_ApplyIsa(benchmark::State& state, int tokens, rope::isa path, int grp) {
   if (!rope::detail::force_dispatched_isa(path)) {
     state.SkipWithError("this CPU lacks the path");
     return;
   }
   auto tab = bench_table<D, L>();
-  buffer<float> x = input<float>(elems(D, tokens));
+  buffer<T> x = input<T>(elems(D, tokens));
   const std::vector<std::int32_t> pos = positions_for(tokens);
   const auto view = rope::packed_heads(x.data(), tokens, kHeads, D);
-  const rope::heads_view<const float> in = view;
+  const rope::heads_view<const T> in = view;
   for (auto _ : state) {
-    const rope::status st = apply_dispatched<float, D>(*tab, in, view, pos.data());
+    const rope::status st = apply_dispatched<T, D>(*tab, in, view, pos.data());
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
   rope::detail::force_dispatched_isa(rope::detail::best_isa());
-  set_counters(state, D, tokens, static_cast<int>(L), g_isa + static_cast<int>(path),
-               2.0 * static_cast<double>(x.size() * sizeof(float)));
+  set_counters(state, D, tokens, static_cast<int>(L), grp + static_cast<int>(path),
+               2.0 * static_cast<double>(x.size() * sizeof(T)));
 }
 
 // Out of place: float in, TOut out (float, or fp16 straight into a cache).
@@ -312,8 +317,15 @@ void register_layout(int T) {
       [T](benchmark::State& s) { BM_Apply<float, D, L>(s, T, g_float); });
   for (rope::isa path : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
     if (!rope::detail::cpu_supports(path)) continue;
-    add("BM_ApplyIsa<float, " + d + ", " + l + ", " + rope::to_string(path) + ">" + suffix,
-        [T, path](benchmark::State& s) { BM_ApplyIsa<D, L>(s, T, path); });
+    const std::string p = std::string(", ") + rope::to_string(path) + ">" + suffix;
+    add("BM_ApplyIsa<float, " + d + ", " + l + p,
+        [T, path](benchmark::State& s) { BM_ApplyIsa<float, D, L>(s, T, path, g_isa); });
+    add("BM_ApplyIsa<fp16, " + d + ", " + l + p, [T, path](benchmark::State& s) {
+      BM_ApplyIsa<rope::float16, D, L>(s, T, path, g_isa_fp16);
+    });
+    add("BM_ApplyIsa<bf16, " + d + ", " + l + p, [T, path](benchmark::State& s) {
+      BM_ApplyIsa<rope::bfloat16, D, L>(s, T, path, g_isa_bf16);
+    });
   }
   add("BM_Apply<fp16, " + d + ", " + l + ">" + suffix,
       [T](benchmark::State& s) { BM_Apply<rope::float16, D, L>(s, T, g_fp16); });
@@ -435,6 +447,15 @@ int main(int argc, char** argv) {
                     "stream GB/s");
   print_ratio_table(rep, "bf16 storage, in place (baseline: stream over the same bytes)", g_bf16, g_stream16,
                     "stream GB/s");
+  for (rope::isa path : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
+    if (!rope::detail::cpu_supports(path)) continue;
+    for (auto [name, grp] :
+         {std::pair<const char*, int>{"fp16", g_isa_fp16}, {"bf16", g_isa_bf16}}) {
+      const std::string t = std::string(name) + " storage, in place, runtime dispatch forced to " +
+                            rope::to_string(path) + " (baseline: stream over the same bytes)";
+      print_ratio_table(rep, t.c_str(), grp + static_cast<int>(path), g_stream16, "stream GB/s");
+    }
+  }
   print_ratio_table(rep, "float, out of place (baseline: memcpy of the rows)", g_out, g_copy, "copy GB/s");
   print_ratio_table(rep, "float in, fp16 out (GB/s over bytes read + written; baseline: float memcpy)",
                     g_out_fp16, g_copy, "copy GB/s");

@@ -231,11 +231,13 @@ void check_every_head_dim() {
 // (use_pairs): whole pairs (64, 128, 256; 96 and 160 interleaved), pairs then a vector (48, 80,
 // 112, 176 interleaved; 96, 160 half-split), then a half-width one (80 half-split), then both
 // (112, 176 half-split, 280 interleaved); the others (8-24, 140; 48 and 280 half-split) a vector
-// at a time. Out of place, bf16 outputs held in vectors (float or fp16 in, and bf16 rows not in
-// pairs) are stored two vectors at a time (io::store_two), with odd counts (48, 80, 112, 176
-// interleaved on AVX-512) and even ones. The output sits 1 KiB above the input modulo 4096 (out of
-// place, the x86 kernels then run backwards) and 1 KiB below (forwards), with and without a copied
-// tail.
+// at a time. On AVX2 (pairs of 16, no half-width vectors): whole pairs (16, 48, 64, 80, 96, 112,
+// 128, 160, 176, 256 interleaved; 64, 96, 128, 160, 256 half-split), pairs then a vector (24,
+// 280 interleaved; 48, 80, 112, 176 half-split), the others a vector at a time. Out of place, bf16
+// outputs held in vectors (float or fp16 in, and bf16 rows not in pairs) are stored two vectors at
+// a time (io::store_two), with odd counts (48, 80, 112, 176 interleaved on AVX-512) and even ones.
+// The output sits 1 KiB above the input modulo 4096 (out of place, the x86 kernels then run
+// backwards) and 1 KiB below (forwards), with and without a copied tail.
 template <class K, std::size_t Dim>
 void check_static_dim() {
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
@@ -354,8 +356,20 @@ ROPE_AVX512_FN void avx512_narrow(const float* p, T16* out, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16)
     k::io<float, rope::format_of_v<T16>>::store(out + i, k::io<float, rope::storage_format::f32>::load(p + i));
 }
-// bf16 through the AVX-512 even/odd pairs (bf16_pairs: 32 elements per load and store), the
-// floats in element order.
+// bf16 through a path's even/odd pairs (bf16_pairs: 2N elements per load and store), the floats
+// in element order: a block's N evens and N odds interleaved, and dealt back.
+void interleave_pairs(const float* even, const float* odd, float* out, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) {
+    out[2 * k] = even[k];
+    out[2 * k + 1] = odd[k];
+  }
+}
+void deal_pairs(const float* p, float* even, float* odd, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k) {
+    even[k] = p[2 * k];
+    odd[k] = p[2 * k + 1];
+  }
+}
 ROPE_AVX512_FN void avx512_pair_widen(const rope::bfloat16* p, float* out, std::size_t n) {
   using B = rope::arch::avx512::detail::bf16_pairs<float>;
   alignas(64) float even[16], odd[16];
@@ -364,21 +378,34 @@ ROPE_AVX512_FN void avx512_pair_widen(const rope::bfloat16* p, float* out, std::
     B::load(p + i, e, o);
     _mm512_store_ps(even, e);
     _mm512_store_ps(odd, o);
-    for (std::size_t k = 0; k < 16; ++k) {
-      out[i + 2 * k] = even[k];
-      out[i + 2 * k + 1] = odd[k];
-    }
+    interleave_pairs(even, odd, out + i, 16);
   }
 }
 ROPE_AVX512_FN void avx512_pair_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
   using B = rope::arch::avx512::detail::bf16_pairs<float>;
   alignas(64) float even[16], odd[16];
   for (std::size_t i = 0; i < n; i += 32) {
-    for (std::size_t k = 0; k < 16; ++k) {
-      even[k] = p[i + 2 * k];
-      odd[k] = p[i + 2 * k + 1];
-    }
+    deal_pairs(p + i, even, odd, 16);
     B::store(out + i, _mm512_load_ps(even), _mm512_load_ps(odd));
+  }
+}
+ROPE_AVX2_FN void avx2_pair_widen(const rope::bfloat16* p, float* out, std::size_t n) {
+  using B = rope::arch::avx2::detail::bf16_pairs<float>;
+  alignas(32) float even[8], odd[8];
+  for (std::size_t i = 0; i < n; i += 16) {
+    __m256 e, o;
+    B::load(p + i, e, o);
+    _mm256_store_ps(even, e);
+    _mm256_store_ps(odd, o);
+    interleave_pairs(even, odd, out + i, 8);
+  }
+}
+ROPE_AVX2_FN void avx2_pair_narrow(const float* p, rope::bfloat16* out, std::size_t n) {
+  using B = rope::arch::avx2::detail::bf16_pairs<float>;
+  alignas(32) float even[8], odd[8];
+  for (std::size_t i = 0; i < n; i += 16) {
+    deal_pairs(p + i, even, odd, 8);
+    B::store(out + i, _mm256_load_ps(even), _mm256_load_ps(odd));
   }
 }
 // bf16 stored two vectors at a time (io::store_two: 32 elements per store on AVX-512, 16 on AVX2,
@@ -556,6 +583,10 @@ TEST(SimdAvx512, Bf16PairStoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   check_bf16_store_every_float(avx512_pair_narrow);
 }
+TEST(SimdAvx2, Bf16PairStoreEqualsScalarOnEveryFloat) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_bf16_store_every_float(avx2_pair_narrow);
+}
 TEST(SimdAvx2, Bf16TwoVectorStoreEqualsScalarOnEveryFloat) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);
   check_bf16_store_every_float(avx2_two_narrow);
@@ -567,6 +598,10 @@ TEST(SimdAvx512, Bf16TwoVectorStoreEqualsScalarOnEveryFloat) {
 TEST(SimdAvx512, Bf16PairConversionsEqualScalarOnAllPatterns) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   check_conversions<rope::bfloat16>(avx512_pair_widen, avx512_pair_narrow);
+}
+TEST(SimdAvx2, Bf16PairConversionsEqualScalarOnAllPatterns) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  check_conversions<rope::bfloat16>(avx2_pair_widen, avx2_pair_narrow);
 }
 TEST(SimdAvx2, Fp16ConversionsEqualScalarOnAllPatterns) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);

@@ -8,7 +8,8 @@
 // nearest even); bf16 with integer operations identical to rope::float_to_bf16.
 //
 // This file holds what is AVX2's own: the vector types, conversions and tail masks
-// (detail::vec, detail::io). The kernels written over them (rotate_row_held, rotate_row_dyn,
+// (detail::vec, detail::io, detail::half_vectors: none here, and detail::bf16_pairs for bf16
+// rows as even/odd pairs). The kernels written over them (rotate_row_held, rotate_row_dyn,
 // run) are the shared text rope/arch/detail/kernel_body.inc, included at the end inside this
 // namespace and this target, as avx512.hpp does with its own types.
 //
@@ -222,10 +223,48 @@ struct io<float, storage_format::bf16> {
   }
 };
 
-// No even/odd bf16 pairs here (see rope/arch/avx512.hpp): bf16 rows go a vector at a time.
+// bf16 rows 16 elements (32 bytes) at a time as two float vectors, the even elements and the
+// odd ones, as the AVX-512 path's bf16_pairs (rope/arch/avx512.hpp): with the words read as
+// 32-bit lanes the odd elements are the lanes with their low halves cleared (vpand) and the
+// even ones the lanes shifted up by 16 (vpslld). A vector at a time, io's widening takes a
+// vpmovzxwd (a shuffle) and a shift per 8 elements, and its store an extract, a pack and a
+// 16-byte store per 8 (an interleaved row also swaps each vector's pairs, vpermilps). On the way
+// out both vectors are rounded with the integer form (io::round_lanes: each lane's word in its
+// low half) and merged by one shift and one vpor, no shuffle. No vcvtne2ps2bf16 here even where
+// the compiler's flags have AVX512_BF16: that build runs the AVX-512 path, and this one only
+// when forced. The table is split into evens and odds once per token (vshufps, vpermpd).
 template <class Real>
 struct bf16_pairs {
   static constexpr bool enabled = false;
+};
+
+template <>
+struct bf16_pairs<float> {
+  static constexpr bool enabled = true;
+  using V = __m256;
+  ROPE_AVX2_FN static void load(const void* p, V& even, V& odd) noexcept {
+    const __m256i w = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(-65536)));
+  }
+  // The even and the odd elements of a[0..7], b[0..7] (element i of the pair at i and i + 8):
+  // vshufps picks them per 128-bit lane (a's two, then b's two), vpermpd puts a's lanes first.
+  ROPE_AVX2_FN static V evens(V a, V b) noexcept {
+    return _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+  }
+  ROPE_AVX2_FN static V odds(V a, V b) noexcept {
+    return _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+  }
+  // rope::float_to_bf16 of every lane, the 16 words in element order.
+  ROPE_AVX2_FN static __m256i round(V even, V odd) noexcept {
+    using B = io<float, storage_format::bf16>;
+    return _mm256_or_si256(B::round_lanes(even), _mm256_slli_epi32(B::round_lanes(odd), 16));
+  }
+  ROPE_AVX2_FN static void store(void* p, V even, V odd) noexcept {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), round(even, odd));
+  }
 };
 
 // No half-width vectors here: a row that ends in half a vector ends with a shifted one.
