@@ -38,13 +38,15 @@ SERIES = [
     ((36, 2), "float -> bf16 out of place half_split", 2),
 ]
 # Baselines drawn in the GB/s panels: group -> (label, line style, colour). Groups 8 and 9 are
-# what the 16-bit conversions alone allow (BM_ConvertStream).
+# what the 16-bit conversions alone allow (BM_ConvertStream); group 50 is what a loop of vector
+# loads and stores reaches out of place (BM_CopyStream).
 BASELINES = {
     0: ("stream (float rows)", "--", "gray"),
     1: ("stream (16-bit rows)", "--", "black"),
     2: ("memcpy (float rows)", "--", "black"),
     8: ("fp16 conversion stream (16-bit rows)", ":", "black"),
     9: ("bf16 conversion stream (16-bit rows)", "-.", "black"),
+    50: ("out-of-place stream y = a*x + b (float rows)", ":", "gray"),
 }
 
 
