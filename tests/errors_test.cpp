@@ -176,6 +176,67 @@ TEST_F(HotPath, PositionOutOfRangeWritesNothing) {
   EXPECT_EQ(rope::apply<float>(*tab, -5, x), rope::status::position_out_of_range);
 }
 
+// A direction or rounding outside its enumeration (an integer cast to it) is refused by every
+// hot-path entry point with status::bad_option before anything is written; the four valid
+// combinations still run.
+TEST_F(HotPath, DirectionOrRoundingOutsideTheEnumerationWritesNothing) {
+  const rope::direction fwd = rope::direction::forward;
+  const rope::rounding acc = rope::rounding::accurate;
+  struct opts {
+    rope::direction dir;
+    rope::rounding rnd;
+  };
+  const opts bad[] = {{static_cast<rope::direction>(2), acc},
+                      {static_cast<rope::direction>(255), rope::rounding::fast},
+                      {fwd, static_cast<rope::rounding>(2)},
+                      {rope::direction::inverse, static_cast<rope::rounding>(200)}};
+  std::vector<rope::float16> h(static_cast<std::size_t>(T * H * D),
+                               rope::storage_traits<rope::float16>::store(0.5f));
+  const std::vector<rope::float16> h0 = h;
+  std::vector<float> k(T * D, 0.5f), k_out(T * D, kCanary);
+  for (const opts& o : bad) {
+    const rope::status want = rope::status::bad_option;
+    EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_view(), pos.data(), o.dir, o.rnd), want);
+    EXPECT_EQ((rope::apply<float, 64>(*tab, in_view(), out_view(), pos.data(), o.dir, o.rnd)),
+              want);
+    expect_out_untouched();
+    EXPECT_EQ(
+        rope::apply<float>(*tab, rope::packed_heads(in.data(), T, H, D), pos.data(), o.dir, o.rnd),
+        want);
+    EXPECT_EQ(rope::apply<float>(*tab, 3, in.data(), o.dir, o.rnd), want);
+    EXPECT_EQ(rope::apply<float>(*tab, 3, in.data(), out.data(), D, o.dir, o.rnd), want);
+    EXPECT_EQ(
+        rope::apply_qk<float>(*tab, rope::packed_heads(in.data(), T, H, D),
+                              rope::packed_heads(k.data(), T, 1, D), pos.data(), o.dir, o.rnd),
+        want);
+    EXPECT_EQ(rope::apply_qk<float>(
+                  *tab, in_view(), out_view(), rope::packed_heads<const float>(k.data(), T, 1, D),
+                  rope::packed_heads(k_out.data(), T, 1, D), pos.data(), o.dir, o.rnd),
+              want);
+    EXPECT_EQ(rope::apply<rope::float16>(*tab, rope::packed_heads(h.data(), T, H, D), pos.data(),
+                                         o.dir, o.rnd),
+              want);
+    expect_in_untouched();
+    expect_out_untouched();
+    for (float v : k) ASSERT_EQ(v, 0.5f);
+    for (float v : k_out) ASSERT_EQ(v, kCanary);
+    for (std::size_t i = 0; i < h.size(); ++i) ASSERT_EQ(h[i].bits, h0[i].bits) << i;
+  }
+  EXPECT_EQ(rope::kind(rope::status::bad_option), rope::error_kind::invalid_argument);
+  EXPECT_NE(std::string(rope::message(rope::status::bad_option)).find("enumeration"),
+            std::string::npos);
+  // The valid options run: forward then inverse gives the input back (A = 1) within rounding.
+  for (rope::rounding rnd : {acc, rope::rounding::fast}) {
+    EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_view(), pos.data(), fwd, rnd),
+              rope::status::ok);
+    EXPECT_EQ(rope::apply<float>(*tab, rope::heads_view<const float>(out_view()), out_view(),
+                                 pos.data(), rope::direction::inverse, rnd),
+              rope::status::ok);
+    for (std::ptrdiff_t i = 0; i < T * H * D; ++i)
+      ASSERT_NEAR(out[static_cast<std::size_t>(i)], 0.5f, 1e-6f) << i;
+  }
+}
+
 TEST_F(HotPath, NullPointersWithWorkAreRefused) {
   EXPECT_EQ(rope::apply<float>(*tab, rope::heads_view<const float>{nullptr, T, H, D, H * D, D}, out_view(), pos.data()),
             rope::status::null_pointer);
@@ -333,8 +394,9 @@ TEST(OutOfRange16, Fp16ResultPastRangeIsSignedInfinity) { expect_out_of_range_is
 TEST(OutOfRange16, Bf16ResultPastRangeIsSignedInfinity) { expect_out_of_range_is_signed_inf<rope::bfloat16>(3.0e38f, 1.5); }
 
 TEST(Status, EveryCodeHasAMessageAndKind) {
-  for (rope::status s : {rope::status::null_pointer, rope::status::bad_dimension, rope::status::bad_stride,
-                         rope::status::overlapping_buffers})
+  for (rope::status s :
+       {rope::status::null_pointer, rope::status::bad_dimension, rope::status::bad_stride,
+        rope::status::overlapping_buffers, rope::status::bad_option})
     EXPECT_EQ(rope::kind(s), rope::error_kind::invalid_argument) << rope::message(s);
   EXPECT_EQ(rope::kind(rope::status::ok), rope::error_kind::none);
   EXPECT_NE(std::string(rope::message(rope::status::position_out_of_range)).find("out of range"), std::string::npos);

@@ -468,9 +468,21 @@ void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
 // 32). Where a view's fields were just stored one by one, a by-value forward's block load could
 // not be store-forwarded at all (measured: 10 ns of a 27 ns one-head call). TIn may be const
 // or not (in place passes one view as in and out).
+// A direction or rounding made from an integer outside the enumeration (a cast, a field read
+// from a config) is refused: before this check, any direction but inverse ran forward and any
+// rounding but fast ran accurate, silently. Checked first; where dir and rnd are constants at
+// the call, as they usually are, the compiler drops the check.
+constexpr status check_options(direction dir, rounding rnd) noexcept {
+  return (dir == direction::forward || dir == direction::inverse) &&
+                 (rnd == rounding::accurate || rnd == rounding::fast)
+             ? status::ok
+             : status::bad_option;
+}
+
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
 status apply_views(const table<Real>& tab, const heads_view<TIn>& in, const heads_view<TOut>& out,
                    const Pos* positions, direction dir, rounding rnd) noexcept {
+  if (status st = check_options(dir, rnd); st != status::ok) return st;
   if (status st = check_table<Dim>(tab); st != status::ok) return st;
   if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
   if (empty(in)) return status::ok;
@@ -485,6 +497,7 @@ status apply_qk_views(const table<Real>& tab, const heads_view<TIn>& q_in,
                       const heads_view<TOut>& q_out, const heads_view<TIn>& k_in,
                       const heads_view<TOut>& k_out, const Pos* positions, direction dir,
                       rounding rnd) noexcept {
+  if (status st = check_options(dir, rnd); st != status::ok) return st;
   if (status st = check_table<Dim>(tab); st != status::ok) return st;
   const std::ptrdiff_t d = tab.rotary_dim();
   if (status st = check_pair(q_in, q_out, d); st != status::ok) return st;

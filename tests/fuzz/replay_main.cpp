@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
               random_inputs);
   const char* names[9] = {"spec refused",          "ok, nothing to do", "null_pointer",
                           "bad_dimension",         "bad_stride",        "overlapping_buffers",
-                          "position_out_of_range", "(unused)",          "ok, rows rotated"};
+                          "position_out_of_range", "bad_option",        "ok, rows rotated"};
   for (int i = 0; i < 9; ++i)
     if (rope_fuzz_outcomes[i]) std::printf("  %-22s %ld\n", names[i], rope_fuzz_outcomes[i]);
   return files == 0 && argc > 1 ? 1 : 0;
