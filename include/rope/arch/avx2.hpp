@@ -192,8 +192,9 @@ struct io<float, storage_format::bf16> {
   // sign: 0x7fffffff). Four operations, where round_lanes adds the NaN fix-up (a compare, a
   // quieted copy, a blend, and a shift to each lane's low half). The stores take the four where
   // none of their lanes is NaN, one compare and a branch per 8 or 16 lanes (has_nan). In a
-  // -march=haswell build, side by side, bf16 in place took 0.77-0.82 of the time with
-  // rounding::accurate and 0.71-0.78 with rounding::fast (every D, layout and T of apply_bench).
+  // -march=haswell build, side by side, bf16 in place took 0.77-0.84 of the time with
+  // rounding::accurate and 0.71-0.79 with rounding::fast (every D, layout and T of apply_bench;
+  // two comparisons, README "Performance").
   ROPE_AVX2_FN static __m256i biased(V v) noexcept {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
