@@ -7,7 +7,7 @@ scripts/deps.sh cmake make g++ libeigen3-dev libgtest-dev libbenchmark-dev
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DROPE_BUILD_TESTS=OFF
 cmake --build build/release -j"$(nproc)" --target quickstart apply_bench
 ./build/release/examples/quickstart
-# 500 benchmarks on an AVX-512 machine besides the 20 decode-dispatch rows (490 before the
+# 500 benchmarks on an AVX-512 machine, the 20 decode-dispatch rows included (490 before the
 # out-of-place stream baseline, 370 before the forced-ISA 16-bit rows; an earlier count of 432
 # included the printed tables): 3 repetitions of 0.2 s each keep the run to about ten minutes;
 # medians are reported.

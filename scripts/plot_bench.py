@@ -7,7 +7,7 @@
     /usr/bin/python3 scripts/plot_bench.py bench.json docs/bench.png
 
 One row per token count (T = 1 decode, T = 512 prefill). Left: GB/s per head dimension for
-each layout and storage type, with the memory baselines measured in the same run (dashed).
+each layout and storage type, with the memory baselines measured in the same run (dashed or dotted).
 Right: the ratio of each to its baseline (stream over the same bytes for in place, memcpy for
 out of place). Uses medians when the run has aggregates, else the first repetition.
 Needs python3-matplotlib (Debian; run it with /usr/bin/python3 if another python3 is first on PATH).

@@ -901,7 +901,9 @@ TEST(Rerotate, BadInputIsRefusedAndNothingWritten) {
   EXPECT_EQ(rope::rerotate<float>(a, other, rope::layout::half_split, view, pos),
             rope::status::bad_dimension);
   EXPECT_EQ(rope::rerotate<float>(a, b, static_cast<rope::layout>(0), view, pos),
-            rope::status::bad_dimension);
+            rope::status::bad_option);
+  EXPECT_EQ(rope::shift_positions<float>(a, static_cast<rope::layout>(7), view, pos, 3),
+            rope::status::bad_option);
   EXPECT_EQ((rope::rerotate<float, 32>(a, b, rope::layout::half_split, view, pos)),
             rope::status::bad_dimension);
   rope::frequencies broken = b;

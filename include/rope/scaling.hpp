@@ -909,8 +909,8 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
                         const Pos* positions, std::int64_t delta) noexcept {
   static_assert(Dim % 2 == 0 && Dim <= static_cast<std::size_t>(max_rotary_dim),
                 "Dim (the rotary dim) must be even and <= rope::max_rotary_dim");
-  if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim ||
-      (l != layout::interleaved && l != layout::half_split))
+  if (l != layout::interleaved && l != layout::half_split) return status::bad_option;
+  if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim)
     return status::bad_dimension;
   if (Dim != 0 && static_cast<std::size_t>(to.rotary_dim) != Dim) return status::bad_dimension;
   if (status st = check_pair(in, out, to.rotary_dim); st != status::ok) return st;
@@ -940,10 +940,10 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
 /// A_to / A_from, and the keys are rotated in double and rounded once. Dims [rotary_dim,
 /// head_dim) are untouched (copied out of place).
 ///
-/// noexcept, no allocation. Errors (nothing written): status::bad_dimension for invalid
-/// frequencies, different rotary dims, a bad layout, Dim != rotary_dim or head_dim <
-/// rotary_dim; status::position_out_of_range for a position < 0 or >= 2^32; and the view
-/// errors of rope::apply.
+/// noexcept, no allocation. Errors (nothing written): status::bad_option for a layout outside
+/// its enumeration (checked first); status::bad_dimension for invalid frequencies, different
+/// rotary dims, Dim != rotary_dim or head_dim < rotary_dim; status::position_out_of_range for a
+/// position < 0 or >= 2^32; and the view errors of rope::apply.
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status rerotate(const frequencies& from, const frequencies& to, layout l,
                               heads_view<const T> in, heads_view<TOut> out,

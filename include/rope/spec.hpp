@@ -165,7 +165,7 @@ enum class status : unsigned char {
   bad_stride,             ///< head stride < head_dim, or rows that overlap each other
   overlapping_buffers,    ///< in and out (or q and k) partially overlap
   position_out_of_range,  ///< a position < 0 or >= the table's length
-  bad_option,             ///< a direction or rounding value outside its enumeration
+  bad_option,             ///< a direction, rounding or layout value outside its enumeration
 };
 
 /// The standard error category of a status: invalid argument or out of range.
@@ -191,7 +191,9 @@ inline const char* message(status st) noexcept {
     case status::position_out_of_range:
       return "out of range: a position is negative or not below the table's length";
     case status::bad_option:
-      return "invalid argument: a rope::direction or rope::rounding value outside its enumeration";
+      return "invalid argument: a rope::direction, rope::rounding or rope::layout value outside "
+             "its "
+             "enumeration";
   }
   return "unknown status";
 }
