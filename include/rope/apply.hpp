@@ -459,15 +459,6 @@ void run(const table<Real>& tab, const job<TIn, TOut, Pos>& jb, direction dir,
     run_fixed<Dim>(tab, jb, dir, rnd);
 }
 
-// The bodies of the public overloads. Views go by const reference all the way down, from the
-// caller's own view to the fields' loads here; the overloads call these, never one another.
-// A view passed by value is copied as a block (GCC: 32-byte vector moves) into the argument
-// slot at every call, and this code's 8-byte loads of its fields then wait on those stores:
-// with views kept in memory across calls (built once per batch, used per layer), by value cost
-// 6-9 ns a call (D = 64 decode out of place, standalone: 41 vs 33 ns at 8 heads, 97 vs 89 at
-// 32). Where a view's fields were just stored one by one, a by-value forward's block load could
-// not be store-forwarded at all (measured: 10 ns of a 27 ns one-head call). TIn may be const
-// or not (in place passes one view as in and out).
 // A direction or rounding made from an integer outside the enumeration (a cast, a field read
 // from a config) is refused: before this check, any direction but inverse ran forward and any
 // rounding but fast ran accurate, silently. Checked first; where dir and rnd are constants at
@@ -479,6 +470,15 @@ constexpr status check_options(direction dir, rounding rnd) noexcept {
              : status::bad_option;
 }
 
+// The bodies of the public overloads. Views go by const reference all the way down, from the
+// caller's own view to the fields' loads here; the overloads call these, never one another.
+// A view passed by value is copied as a block (GCC: 32-byte vector moves) into the argument
+// slot at every call, and this code's 8-byte loads of its fields then wait on those stores:
+// with views kept in memory across calls (built once per batch, used per layer), by value cost
+// 6-9 ns a call (D = 64 decode out of place, standalone: 41 vs 33 ns at 8 heads, 97 vs 89 at
+// 32). Where a view's fields were just stored one by one, a by-value forward's block load could
+// not be store-forwarded at all (measured: 10 ns of a 27 ns one-head call). TIn may be const
+// or not (in place passes one view as in and out).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
 status apply_views(const table<Real>& tab, const heads_view<TIn>& in, const heads_view<TOut>& out,
                    const Pos* positions, direction dir, rounding rnd) noexcept {

@@ -191,9 +191,8 @@ inline const char* message(status st) noexcept {
     case status::position_out_of_range:
       return "out of range: a position is negative or not below the table's length";
     case status::bad_option:
-      return "invalid argument: a rope::direction, rope::rounding or rope::layout value outside "
-             "its "
-             "enumeration";
+      return "invalid argument: a rope::direction, rope::rounding or rope::layout value "
+             "outside its enumeration";
   }
   return "unknown status";
 }

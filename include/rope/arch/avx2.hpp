@@ -249,9 +249,9 @@ struct io<float, storage_format::bf16> {
 // 16-byte store per 8 (an interleaved row also swaps each vector's pairs, vpermilps). On the way
 // out both vectors are rounded with the integer form (io::biased: each lane's word in its high
 // half; io::round_lanes where a lane is NaN) and merged by a shift, an and and one vpor, no
-// shuffle. No vcvtne2ps2bf16 here even where
-// the compiler's flags have AVX512_BF16: that build runs the AVX-512 path, and this one only
-// when forced. The table is split into evens and odds once per token (vshufps, vpermpd).
+// shuffle. No vcvtne2ps2bf16 here even where the compiler's flags have AVX512_BF16: that build
+// runs the AVX-512 path, and this one only when forced. The table is split into evens and odds
+// once per token (vshufps, vpermpd).
 template <class Real>
 struct bf16_pairs {
   static constexpr bool enabled = false;
