@@ -5,7 +5,8 @@
 // apply in place, apply_qk, the single-vector forms), q and k head counts, strides (packed,
 // padded, head-major, or raw values including zero, negative and overlapping), an element
 // offset, positions (int32 or int64: negative, huge, near 2^24, 2^31 and 2^32), a direction and
-// 16-bit rounding (rope::rounding), and payload bytes (which give NaN, Inf and denormals).
+// 16-bit rounding (rope::rounding; now and then a value outside its enumeration), and payload
+// bytes (which give NaN, Inf and denormals).
 //
 // Buffers are allocated with exactly the elements the views span (ASan flags any access past
 // them), and the gaps between rows are filled too, so a write anywhere it should not be is
@@ -13,7 +14,7 @@
 //  - an error: the spec is refused with std::invalid_argument exactly when it is invalid, or
 //    the hot path returns a status; then not one byte of any buffer has changed, and the
 //    status has a cause in the input (checked independently for out-of-range positions,
-//    null pointers and overlapping rows);
+//    null pointers, overlapping rows and options outside their enumeration);
 //  - success: the call was valid (positions in range, rows of each view disjoint, shapes
 //    matching, checked independently), out of place == in place bitwise, apply_qk == two
 //    apply calls bitwise, dims [rotary_dim, head_dim) untouched in place and copied bit for
@@ -438,9 +439,19 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   // apply_qk in place now and then (entry 6), where q and k may share one fused buffer below.
   const bool qk_in_place = entry == 6 && (dir_byte & 0x20) != 0;
   const bool inverse = dir_byte % 4 == 0;
-  const rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
+  rope::direction dir = inverse ? rope::direction::inverse : rope::direction::forward;
   // The 16-bit rounding (fp16/bf16 storage only; the reference below uses the same).
-  const rope::rounding rnd = (dir_byte & 0x10) ? rope::rounding::fast : rope::rounding::accurate;
+  rope::rounding rnd = (dir_byte & 0x10) ? rope::rounding::fast : rope::rounding::accurate;
+  // A direction or rounding outside its enumeration in 1 input of 16 (bits 2, 3, 6 and 7 all
+  // set; the seeds leave them clear): the direction (bit 0), the rounding (bit 1 clear) or both,
+  // 2 or 226. Every entry point must answer status::bad_option before any other check and
+  // write nothing.
+  const bool bad_option = (dir_byte & 0xCC) == 0xCC;
+  if (bad_option) {
+    const auto v = static_cast<unsigned char>(2 + 224 * ((dir_byte >> 5) & 1));
+    if (dir_byte & 0x01) dir = static_cast<rope::direction>(v);
+    if (!(dir_byte & 0x01) || (dir_byte & 0x02)) rnd = static_cast<rope::rounding>(v);
+  }
   const bool pos32 = in.u8() % 2 == 0;
 
   auto count = [&](std::uint8_t max) -> std::ptrdiff_t {
@@ -511,11 +522,13 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     const std::int64_t p = pos64[0];
     const rope::status st_out = rope::apply<T>(*tab, p, x.get(), y.get(), D, dir, rnd);
     const rope::status st_in = rope::apply<T>(*tab, p, z.get(), dir, rnd);
-    const bool ok = p >= 0 && p < length;
+    const bool ok = p >= 0 && p < length && !bad_option;
     FUZZ_CHECK((st_out == rope::status::ok) == ok, p, length);
     FUZZ_CHECK(st_in == st_out, static_cast<int>(st_in), static_cast<int>(st_out));
     if (!ok) {
-      FUZZ_CHECK(st_out == rope::status::position_out_of_range, static_cast<int>(st_out));
+      FUZZ_CHECK(
+          st_out == (bad_option ? rope::status::bad_option : rope::status::position_out_of_range),
+          static_cast<int>(st_out));
       for (std::ptrdiff_t i = 0; i < D; ++i) {
         FUZZ_CHECK(std::memcmp(&z[static_cast<std::size_t>(i)], &x[static_cast<std::size_t>(i)],
                                sizeof(T)) == 0,
@@ -592,6 +605,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // Nothing written, and the status has a cause.
     FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), static_cast<int>(st));
     FUZZ_CHECK(q_out.unchanged(qo_before) && k_out.unchanged(ko_before), static_cast<int>(st));
+    FUZZ_CHECK((st == rope::status::bad_option) == bad_option, static_cast<int>(st));
     if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok, static_cast<int>(st));
     if (st == rope::status::null_pointer)
       FUZZ_CHECK(null_data || null_positions, static_cast<int>(st));
@@ -602,6 +616,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   }
 
   // Success: the call must have been valid.
+  FUZZ_CHECK(!bad_option, static_cast<int>(dir), static_cast<int>(rnd));
   const bool q_work = n_tokens > 0 && q_heads > 0;
   const bool k_work = qk && n_tokens > 0 && k_heads > 0;
   FUZZ_CHECK(n_tokens >= 0 && q_heads >= 0 && (!qk || k_heads >= 0), n_tokens, q_heads);

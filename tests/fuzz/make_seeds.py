@@ -30,8 +30,10 @@ LENGTHS = [1, 2, 3, 16, 17, 100, 1000, 4096, 4097]
 
 def run(length=4096, mode=0, long_table=0, entry=OUT_OF_PLACE, inverse=False, pos32=True, tokens=3, qh=2,
         kh=1, geo_q=(0, PACKED), geo_k=(0, PACKED), offset=0, positions=(), payload_mode=1,
-        payload=b"", null_data=0):
-    b = bytes([LENGTHS.index(length), mode, long_table, entry, 0 if inverse else 1, 0 if pos32 else 1, tokens, qh, kh, 0])
+        payload=b"", null_data=0, dir_byte=None):
+    if dir_byte is None:
+        dir_byte = 0 if inverse else 1
+    b = bytes([LENGTHS.index(length), mode, long_table, entry, dir_byte, 0 if pos32 else 1, tokens, qh, kh, 0])
     b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, offset])  # out geometries = in geometries
     for p in positions:
         b += p
@@ -73,6 +75,12 @@ seeds = {
     + run(tokens=3, positions=[in_range(1), bytes([1]), bytes([2])], payload=ramp(1000)),
     "float_vector_hd1024": spec(FLOAT, HALF, 1024, ROT_FULL, BASE_1E6)
     + run(entry=VECTOR, positions=[in_range(4000)], payload=ramp(5000)),
+    # dir byte 0xCD: bits 2, 3, 6, 7 set -> a direction outside its enumeration (2): bad_option
+    "float_qk_bad_direction": spec(FLOAT, INTER, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK, dir_byte=0xCD, positions=[in_range(1), in_range(2), in_range(3)], payload=ramp(1000)),
+    # dir byte 0xEC: bits 2, 3, 6, 7 set, bit 0 clear -> a rounding outside its enumeration (226)
+    "float_in_place_bad_rounding": spec(FLOAT, HALF, 96, ROT_FULL, BASE_1E4)
+    + run(entry=IN_PLACE, dir_byte=0xEC, positions=[in_range(1), in_range(2), in_range(3)], payload=ramp(1000)),
     "invalid_rotary_dim_odd": spec(FLOAT, HALF, 64, ROT_ODD, BASE_1E4, rot_extra=bytes([0])),
     "invalid_base_nan": spec(DOUBLE, INTER, 64, ROT_FULL, BASE_NAN),
     "float_half_hd128_yarn_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4, scaling=YARN_F4)
