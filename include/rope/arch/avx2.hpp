@@ -183,7 +183,7 @@ struct io<float, storage_format::bf16> {
     if (__builtin_expect(_mm_testn_epi16_mask(c, _mm_set1_epi16(0x7fff)) == 0, 1)) return c;
     if (_mm256_fpclass_ps_mask(v, 0x20) == 0) return c;  // zeros, no subnormal: c is right
 #endif
-    const __m256i r = has_nan(v, v) ? round_lanes(v) : _mm256_srli_epi32(biased(v), 16);
+    const __m256i r = has_nan(v, v) ? round_lanes(v) : words(v);
     // Every lane is <= 0xffff, so the unsigned-saturating pack is a plain narrowing.
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
@@ -200,6 +200,10 @@ struct io<float, storage_format::bf16> {
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     return _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
   }
+  // Each lane's bf16 word in its low half, for every float but NaN.
+  ROPE_AVX2_FN static __m256i words(V v) noexcept {
+    return _mm256_srli_epi32(biased(v), 16);
+  }
   // Whether a lane of a or of b is NaN: one compare for both (unordered where either is).
   ROPE_AVX2_FN static bool has_nan(V a, V b) noexcept {
     return __builtin_expect(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q)) != 0, 0);
@@ -210,7 +214,7 @@ struct io<float, storage_format::bf16> {
     const __m256i top = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
     const __m256i quiet = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    return _mm256_blendv_epi8(_mm256_srli_epi32(biased(v), 16), quiet, nan);
+    return _mm256_blendv_epi8(words(v), quiet, nan);
   }
   ROPE_AVX2_FN static void store(void* p, V v) noexcept {
     _mm_storeu_si128(static_cast<__m128i*>(p), round(v));
@@ -232,9 +236,7 @@ struct io<float, storage_format::bf16> {
     // The pack gives a0-3, b0-3 | a4-7, b4-7 (per 128-bit lane); vpermq puts a's halves first.
     if (has_nan(a, b))
       return _mm256_permute4x64_epi64(_mm256_packus_epi32(round_lanes(a), round_lanes(b)), 0xD8);
-    return _mm256_permute4x64_epi64(
-        _mm256_packus_epi32(_mm256_srli_epi32(biased(a), 16), _mm256_srli_epi32(biased(b), 16)),
-        0xD8);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(words(a), words(b)), 0xD8);
   }
   ROPE_AVX2_FN static void store_two(void* p, V a, V b) noexcept {
     _mm256_storeu_si256(static_cast<__m256i*>(p), round_two(a, b));
