@@ -25,7 +25,7 @@
 
 namespace rope_test {
 
-constexpr unsigned char kCanary = 0xA5;
+inline constexpr unsigned char kCanary = 0xA5;
 inline constexpr int kHeadDims[] = {2,  4,  6,  8,   14,  16,  30,  32,  62,  64,
                                     66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
 
