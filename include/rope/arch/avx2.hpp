@@ -284,7 +284,7 @@ struct bf16_pairs<float> {
     using B = io<float, storage_format::bf16>;
     if (B::has_nan(even, odd))
       return _mm256_or_si256(B::round_lanes(even), _mm256_slli_epi32(B::round_lanes(odd), 16));
-    return _mm256_or_si256(_mm256_srli_epi32(B::biased(even), 16),
+    return _mm256_or_si256(B::words(even),
                            _mm256_and_si256(B::biased(odd), _mm256_set1_epi32(-65536)));
   }
   ROPE_AVX2_FN static void store(void* p, V even, V odd) noexcept {
