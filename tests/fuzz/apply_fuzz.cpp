@@ -443,9 +443,10 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   // The 16-bit rounding (fp16/bf16 storage only; the reference below uses the same).
   rope::rounding rnd = (dir_byte & 0x10) ? rope::rounding::fast : rope::rounding::accurate;
   // A direction or rounding outside its enumeration in 1 input of 16 (bits 2, 3, 6 and 7 all
-  // set; the seeds leave them clear): the direction (bit 0), the rounding (bit 1 clear) or both,
-  // 2 or 226. Every entry point must answer status::bad_option before any other check and
-  // write nothing.
+  // set; of the seeds only float_qk_bad_direction and float_in_place_bad_rounding set them):
+  // the direction where bit 0 is set, the rounding where bit 0 is clear or bit 1 is set (both
+  // where bits 0 and 1 are); the value 2, or 226 where bit 5 is set. Every entry point must
+  // answer status::bad_option before any other check and write nothing.
   const bool bad_option = (dir_byte & 0xCC) == 0xCC;
   if (bad_option) {
     const auto v = static_cast<unsigned char>(2 + 224 * ((dir_byte >> 5) & 1));

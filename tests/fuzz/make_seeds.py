@@ -34,7 +34,8 @@ def run(length=4096, mode=0, long_table=0, entry=OUT_OF_PLACE, inverse=False, po
     if dir_byte is None:
         dir_byte = 0 if inverse else 1
     b = bytes([LENGTHS.index(length), mode, long_table, entry, dir_byte, 0 if pos32 else 1, tokens, qh, kh, 0])
-    b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, offset])  # out geometries = in geometries
+    # fused-buffer byte 1 (not fused), out geometries = in geometries (1, 1), element offset
+    b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, 1, offset])
     for p in positions:
         b += p
     b += bytes([0])  # positions pointer not null
