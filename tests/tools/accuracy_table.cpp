@@ -11,8 +11,8 @@
 //
 // Kernel path: this tool is built with ROPE_RUNTIME_DISPATCH and prints one block of rows per
 // path the CPU runs (rope::force_isa): scalar (the specification), avx2, avx512, neon. The
-// paths are bitwise identical by construction (simd_test: tests/simd_equivalence.hpp), so equal rows are the
-// expected result here, measured rather than assumed.
+// paths are bitwise identical by construction (simd_test: tests/simd_equivalence.hpp), so
+// equal rows are the expected result here, measured rather than assumed.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
