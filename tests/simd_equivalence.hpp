@@ -294,6 +294,32 @@ void check_static_dims() {
 #endif
 }
 
+// In-place jobs over 1 MB of half-split rows of 1 KB (float D = 256, double D = 128), which
+// the compiled kernels run with software prefetch of the head two ahead (prefetch_row in
+// kernel_body.inc): 32 heads, 3 heads (the last two prefetch the next token's first two) and 1
+// (the next token's second head would be beyond it), padded heads with the last two.
+template <class K, std::size_t Dim, class T>
+void check_prefetching_jobs() {
+  const int D = static_cast<int>(Dim);
+  const tables tabs(rope::make_spec(D, D, 1e4, rope::layout::half_split));
+  const shape shapes[] = {
+      {D, D, 40, 32, 0, 0, 0}, {D, D, 350, 3, 3, 0, 4}, {D, D, 1100, 1, 1, 0, 6}};
+  static_assert(Dim * sizeof(T) == 1024, "rows of 1 KB");
+  std::uint64_t seed = 7;
+  for (const shape& s : shapes) {
+    ASSERT_GT(static_cast<std::size_t>(s.tokens * s.heads) * Dim * sizeof(T), std::size_t{1} << 20);
+    for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
+      check_case<K, Dim, T, T>(tabs.get<T>(false), s, true, dir, rope::rounding::accurate, ++seed);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+template <class K>
+void check_prefetching_jobs() {
+  check_prefetching_jobs<K, 256, float>();
+  check_prefetching_jobs<K, 128, double>();
+}
+
 }  // namespace rope_test
 
 // Skips the test, naming the path, where this CPU or build cannot run it.

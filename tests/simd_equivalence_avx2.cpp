@@ -10,4 +10,8 @@ TEST(SimdAvx2, BitwiseEqualsScalarCompileTimeDims) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);
   rope_test::check_static_dims<rope::detail::avx2_kernels>();
 }
+TEST(SimdAvx2, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  rope_test::check_prefetching_jobs<rope::detail::avx2_kernels>();
+}
 #endif

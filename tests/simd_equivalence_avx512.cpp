@@ -11,4 +11,8 @@ TEST(SimdAvx512, BitwiseEqualsScalarCompileTimeDims) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   rope_test::check_static_dims<rope::detail::avx512_kernels>();
 }
+TEST(SimdAvx512, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  rope_test::check_prefetching_jobs<rope::detail::avx512_kernels>();
+}
 #endif

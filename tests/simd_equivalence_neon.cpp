@@ -8,6 +8,9 @@ TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
 TEST(SimdNeon, BitwiseEqualsScalarCompileTimeDims) {
   rope_test::check_static_dims<rope::detail::neon_kernels>();
 }
+TEST(SimdNeon, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
+  rope_test::check_prefetching_jobs<rope::detail::neon_kernels>();
+}
 #else
 TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
   GTEST_SKIP() << "NEON kernels exist only in AArch64 builds (run under qemu-aarch64 in CI)";

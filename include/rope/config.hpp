@@ -52,6 +52,14 @@
 #define ROPE_UNROLL
 #endif
 
+/// A hint that the 64-byte line at p will be read and written soon (see detail::prefetch_row in
+/// the kernels); nothing where the compiler has no prefetch builtin.
+#if defined(__GNUC__) || defined(__clang__)
+#define ROPE_PREFETCH_RW(p) __builtin_prefetch((p), 1, 3)
+#else
+#define ROPE_PREFETCH_RW(p) static_cast<void>(p)
+#endif
+
 /// Rotary position embeddings: every public rope name lives here.
 namespace rope {
 
