@@ -294,9 +294,9 @@ void check_static_dims() {
 #endif
 }
 
-// In-place jobs over 1 MB of half-split rows of 1 KB (float D = 256, double D = 128), which
-// the compiled kernels run with software prefetch of the head two ahead (prefetch_row in
-// kernel_body.inc): 32 heads, 3 heads (the last two prefetch the next token's first two) and 1
+// In-place jobs over 1 MB of half-split rows of 1 KB (float D = 256, double D = 128), which the x86
+// kernels run with software prefetch of the head two ahead (prefetch_row in kernel_body.inc; NEON
+// runs them without): 32 heads, 3 heads (the last two prefetch the next token's first two) and 1
 // (the next token's second head would be beyond it), padded heads with the last two.
 template <class K, std::size_t Dim, class T>
 void check_prefetching_jobs() {
