@@ -240,13 +240,14 @@ void check_every_head_dim() {
 // float 20, 140 interleaved), in exactly half a vector (AVX-512 float 8, 24, 280 interleaved and
 // 16, 48, 176 half-split; double 12 interleaved, 24 half-split), or narrower than a vector
 // (masked); rows of 8 or more vectors with and without such a tail (read in groups in place,
-// except interleaved rows of float or double: 140, 256, 280); and out of place, half-split
-// rows that hold one half's results and rows that take a pass per half (more than 4 vectors
-// with 16-bit low parts or mixed sizes: 140, 160, 176, 256, 280 on AVX-512). bf16 in and out on
-// AVX-512 runs rows in even/odd pairs of vectors (use_pairs): whole pairs (64, 128, 256; 96 and 160
-// interleaved), pairs then a vector (48, 80, 112, 176 interleaved; 96, 160 half-split), then a
-// half-width one (80 half-split), then both (112, 176 half-split, 280 interleaved); the others
-// (8-24, 140; 48 and 280 half-split) a vector at a time. On AVX2 (pairs of 16, no half-width
+// except interleaved rows of float or double: 140, 256, 280); in place on AVX-512, fp16 rows of
+// 2-7 vectors in groups of up to 4 (48-112 interleaved; 64-176 half-split); and out of place,
+// half-split rows that hold one half's results and rows that take a pass per half (more than 4
+// vectors with 16-bit low parts or mixed sizes: 140, 160, 176, 256, 280 on AVX-512). bf16 in and
+// out on AVX-512 runs rows in even/odd pairs of vectors (use_pairs): whole pairs (64, 128, 256; 96
+// and 160 interleaved), pairs then a vector (48, 80, 112, 176 interleaved; 96, 160 half-split),
+// then a half-width one (80 half-split), then both (112, 176 half-split, 280 interleaved); the
+// others (8-24, 140; 48 and 280 half-split) a vector at a time. On AVX2 (pairs of 16, no half-width
 // vectors): whole pairs (16, 48, 64, 80, 96, 112, 128, 160, 176, 256 interleaved; 64, 96, 128, 160,
 // 256 half-split), pairs then a vector (24, 280 interleaved; 48, 80, 112, 176 half-split), the
 // others a vector at a time. Out of place, bf16 outputs held in vectors (float or fp16 in, and bf16

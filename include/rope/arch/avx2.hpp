@@ -292,6 +292,10 @@ struct bf16_pairs<float> {
   }
 };
 
+// The vector registers a CPU with this path alone has (ymm0-15); kernel_body.inc sizes the
+// in-place groups of 16-bit rows by it (row_vectors::group16).
+inline constexpr std::size_t vector_registers = 16;
+
 // No half-width vectors here: a row that ends in half a vector ends with a shifted one.
 template <class Real>
 struct half_vectors {

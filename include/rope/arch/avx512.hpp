@@ -296,6 +296,9 @@ struct bf16_pairs<float> {
   }
 };
 
+// zmm0-31 (kernel_body.inc: row_vectors::group16).
+inline constexpr std::size_t vector_registers = 32;
+
 // Half-width vectors for a row that ends in exactly half a vector: the AVX2 path's 256-bit
 // arithmetic and conversions, which inline here (their target is a subset of this one's).
 template <class Real>
