@@ -241,7 +241,9 @@ void check_every_head_dim() {
 // 16, 48, 176 half-split; double 12 interleaved, 24 half-split), or narrower than a vector
 // (masked); rows of 8 or more vectors with and without such a tail (read in groups in place,
 // except interleaved rows of float or double: 140, 256, 280); in place on AVX-512, fp16 rows of
-// 2-7 vectors in groups of up to 4 (48-112 interleaved; 64-176 half-split); and out of place,
+// 2-7 vectors in groups of up to 4 (48-112 interleaved; 64-176 half-split), with a shifted tail
+// after a remainder (84 interleaved: 4 + 1 + shifted) or after a group of 2 (84 half-split; bf16
+// too at 84, in both layouts: neither width goes in pairs); and out of place,
 // half-split rows that hold one half's results and rows that take a pass per half (more than 4
 // vectors with 16-bit low parts or mixed sizes: 140, 160, 176, 256, 280 on AVX-512). bf16 in and
 // out on AVX-512 runs rows in even/odd pairs of vectors (use_pairs): whole pairs (64, 128, 256; 96
@@ -287,6 +289,7 @@ void check_static_dims() {
   check_static_dim<K, 24>();
   check_static_dim<K, 48>();
   check_static_dim<K, 64>();
+  check_static_dim<K, 84>();
   check_static_dim<K, 96>();
   check_static_dim<K, 112>();
   check_static_dim<K, 128>();
