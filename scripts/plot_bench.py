@@ -15,11 +15,6 @@ Needs python3-matplotlib (Debian; run it with /usr/bin/python3 if another python
 import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 # (group, kind) -> (label, baseline group); groups and kinds as in apply_bench.cpp.
 SERIES = [
     ((3, 1), "float interleaved", 0),
@@ -50,26 +45,44 @@ BASELINES = {
 }
 
 
-def load(path):
+# The decode-dispatch pair (groups 20 and 21) reports the fastest of its repetitions.
+FASTEST = {20, 21}
+
+
+def load(path, with_ns=False):
+    """(context, {(group, kind, D, T): GB/s}), and {key: CPU ns per iteration} with with_ns.
+
+    The median aggregate per benchmark (the "min" one for the decode-dispatch pair) when the
+    run has aggregates, else the first repetition; as apply_bench's own tables read them."""
     with open(path) as f:
         data = json.load(f)
     runs = data["benchmarks"]
-    has_median = any(r.get("aggregate_name") == "median" for r in runs)
-    gbps = {}
+    has_aggregates = any(r.get("run_type") == "aggregate" for r in runs)
+    gbps, ns = {}, {}
     for r in runs:
         if "group" not in r or r.get("error_occurred"):
             continue
-        if has_median and r.get("aggregate_name") != "median":
+        if has_aggregates and r.get("aggregate_name") not in ("median", "min"):
+            continue  # the other aggregates' counters are not group numbers (NaN for cv)
+        grp = int(r["group"])
+        if has_aggregates and r["aggregate_name"] != ("min" if grp in FASTEST else "median"):
             continue
-        key = (int(r["group"]), int(r["kind"]), int(r["D"]), int(r["T"]))
+        key = (grp, int(r["kind"]), int(r["D"]), int(r["T"]))
         if key not in gbps:
             gbps[key] = r["bytes_per_second"] / 1e9
-    return data.get("context", {}), gbps
+            ns[key] = r["cpu_time"]
+    context = data.get("context", {})
+    return (context, gbps, ns) if with_ns else (context, gbps)
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: plot_bench.py bench.json out.png")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     context, gbps = load(sys.argv[1])
     dims = sorted({k[2] for k in gbps})
     tokens = sorted({k[3] for k in gbps})
