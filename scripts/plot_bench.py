@@ -45,32 +45,39 @@ BASELINES = {
 }
 
 
-# The decode-dispatch pair (groups 20 and 21) reports the fastest of its repetitions.
+# The decode-dispatch pair (groups 20 and 21) reports the fastest of its repetitions: its "min"
+# aggregate's CPU time is the fastest repetition's, its GB/s counter the slowest's (each the
+# minimum over the repetitions), so only its ns are read.
 FASTEST = {20, 21}
 
 
 def load(path, with_ns=False):
     """(context, {(group, kind, D, T): GB/s}), and {key: CPU ns per iteration} with with_ns.
 
-    The median aggregate per benchmark (the "min" one for the decode-dispatch pair) when the
-    run has aggregates, else the first repetition; as apply_bench's own tables read them."""
+    Per benchmark, as apply_bench's own tables read a run: its median aggregate (the "min" one
+    for the decode-dispatch pair) where it has aggregates, else its first repetition. Runs
+    without --benchmark_repetitions still have the decode pair's aggregates, so this is decided
+    per benchmark, not per file."""
     with open(path) as f:
         data = json.load(f)
-    runs = data["benchmarks"]
-    has_aggregates = any(r.get("run_type") == "aggregate" for r in runs)
-    gbps, ns = {}, {}
-    for r in runs:
+    first, aggregate = {}, {}
+    for r in data["benchmarks"]:
         if "group" not in r or r.get("error_occurred"):
             continue
-        if has_aggregates and r.get("aggregate_name") not in ("median", "min"):
+        is_aggregate = r.get("run_type") == "aggregate"
+        if is_aggregate and r.get("aggregate_name") not in ("median", "min"):
             continue  # the other aggregates' counters are not group numbers (NaN for cv)
         grp = int(r["group"])
-        if has_aggregates and r["aggregate_name"] != ("min" if grp in FASTEST else "median"):
-            continue
         key = (grp, int(r["kind"]), int(r["D"]), int(r["T"]))
-        if key not in gbps:
-            gbps[key] = r["bytes_per_second"] / 1e9
-            ns[key] = r["cpu_time"]
+        value = (r["bytes_per_second"] / 1e9, r["cpu_time"])
+        if is_aggregate:
+            if r["aggregate_name"] == ("min" if grp in FASTEST else "median"):
+                aggregate[key] = value
+        elif key not in first:
+            first[key] = value
+    picked = {**first, **aggregate}
+    gbps = {k: v[0] for k, v in picked.items()}
+    ns = {k: v[1] for k, v in picked.items()}
     context = data.get("context", {})
     return (context, gbps, ns) if with_ns else (context, gbps)
 
