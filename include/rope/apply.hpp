@@ -41,7 +41,7 @@
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// Dim = dynamic: the rotary dimension is taken from the table at run time.
 inline constexpr std::size_t dynamic = 0;
@@ -582,4 +582,4 @@ template <class T, std::size_t Dim = dynamic, class TOut>
   return detail::apply_views<Dim>(tab, vin, vout, &position, dir, rnd);
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

@@ -60,8 +60,76 @@
 #define ROPE_PREFETCH_RW(p) static_cast<void>(p)
 #endif
 
+// The build-mode namespace. Every rope name is declared inside an inline namespace of rope whose
+// name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the x86 ISA
+// flags that change the code of the kernels or of anything the compiler may vectorize (AVX,
+// AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16), and exceptions on or off. Code
+// still says rope::apply. Without it, a file built with -march=native and one built for
+// runtime dispatch (or with other -m flags) emit the same weak symbols (rope::apply<...>, the
+// kernels): the linker keeps one copy for the whole program, and the other file can then run
+// instructions its CPU lacks (a -march=native copy of the AVX-512 kernels uses vcvtne2ps2bf16,
+// which an AVX-512 CPU without AVX512_BF16 faults on, though runtime dispatch chose avx512 for
+// it). Files built the same way share one namespace, so one table cache; differently built
+// files each have their own (a table from one is another type in the other: a link error, not
+// a wrong instruction). Users name the enclosing namespace: rope::table<float>, and
+// `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits.
+#if defined(ROPE_RUNTIME_DISPATCH)
+#define ROPE_ABI_RT_ rt
+#else
+#define ROPE_ABI_RT_ ct
+#endif
+#if defined(__AVX__)
+#define ROPE_ABI_AVX_ 1
+#else
+#define ROPE_ABI_AVX_ 0
+#endif
+#if defined(__AVX2__)
+#define ROPE_ABI_AVX2_ 1
+#else
+#define ROPE_ABI_AVX2_ 0
+#endif
+#if defined(__FMA__) && defined(__F16C__)
+#define ROPE_ABI_FMA_ 1
+#elif defined(__FMA__)
+#define ROPE_ABI_FMA_ 2
+#elif defined(__F16C__)
+#define ROPE_ABI_FMA_ 3
+#else
+#define ROPE_ABI_FMA_ 0
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define ROPE_ABI_512_ 1
+#elif defined(__AVX512F__)
+#define ROPE_ABI_512_ 2
+#else
+#define ROPE_ABI_512_ 0
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512FP16__)
+#define ROPE_ABI_16_ 3
+#elif defined(__AVX512FP16__)
+#define ROPE_ABI_16_ 2
+#elif defined(__AVX512BF16__)
+#define ROPE_ABI_16_ 1
+#else
+#define ROPE_ABI_16_ 0
+#endif
+#define ROPE_ABI_JOIN2_(m, a, b, c, d, e, x) m##_##a##b##c##d##e##_e##x
+#define ROPE_ABI_JOIN_(m, a, b, c, d, e, x) ROPE_ABI_JOIN2_(m, a, b, c, d, e, x)
+/// The inline namespace's name, e.g. ct_11111_e1 (-march with AVX-512 and AVX512_BF16) or
+/// rt_00000_e1 (runtime dispatch from a baseline x86-64 build).
+#define ROPE_ABI_NAMESPACE \
+  ROPE_ABI_JOIN_(ROPE_ABI_RT_, ROPE_ABI_AVX_, ROPE_ABI_AVX2_, ROPE_ABI_FMA_, ROPE_ABI_512_, \
+                 ROPE_ABI_16_, ROPE_HAS_EXCEPTIONS)
+/// Opens and closes namespace rope with its build-mode namespace (every rope header does).
+#define ROPE_BEGIN_NAMESPACE \
+  namespace rope {           \
+  inline namespace ROPE_ABI_NAMESPACE {
+#define ROPE_END_NAMESPACE \
+  }                        \
+  }
+
 /// Rotary position embeddings: every public rope name lives here.
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// The kinds of cold-path error, as the standard exception they map to.
 enum class error_kind : unsigned char { none = 0, invalid_argument, out_of_range };
@@ -103,4 +171,4 @@ inline error_handler set_error_handler(error_handler handler) noexcept {
   return previous;
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

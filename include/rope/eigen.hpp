@@ -41,7 +41,7 @@
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// Eigen overloads of rope::apply and rope::apply_qk (see the file comment of rope/eigen.hpp).
 namespace eigen {
@@ -199,4 +199,4 @@ template <std::size_t Dim = dynamic, class Q, class K, class Pos,
 }
 
 }  // namespace eigen
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

@@ -41,7 +41,7 @@
 #define ROPE_NEON 0
 #endif
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// An instruction-set path of rope::apply.
 enum class isa : unsigned char { scalar = 1, avx2 = 2, avx512 = 3, neon = 4 };
@@ -187,4 +187,4 @@ inline bool force_isa(isa i) noexcept {
 #endif
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

@@ -42,7 +42,7 @@
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// The scaling methods, named by HF's `rope_type` (`ntk` is not an HF type: the static
 /// NTK-aware base change, shared/rope-formulas.md section 5).
@@ -976,4 +976,4 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
   return detail::rerotate_checked<Dim>(f, f, l, in, out, positions, delta);
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

@@ -22,7 +22,7 @@
 
 #include "rope/config.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// Which two coordinates of the rotary block form pair j (j in [0, rotary_dim/2)).
 enum class layout : unsigned char {
@@ -197,4 +197,4 @@ inline const char* message(status st) noexcept {
   return "unknown status";
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

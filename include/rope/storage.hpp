@@ -36,7 +36,9 @@
 #include <cstring>
 #include <type_traits>
 
-namespace rope {
+#include "rope/config.hpp"
+
+ROPE_BEGIN_NAMESPACE
 
 /// IEEE 754 binary16 storage: 1 sign, 5 exponent, 10 fraction bits. No arithmetic: rope loads
 /// it into float and stores float into it.
@@ -210,4 +212,4 @@ struct format_of_impl<T, std::void_t<decltype(storage_traits<T>::format)>>
 template <class T>
 inline constexpr storage_format format_of_v = detail::format_of_impl<std::remove_const_t<T>>::value;
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

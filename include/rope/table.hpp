@@ -65,7 +65,7 @@
 #define ROPE_TABLE_CACHE_MAX_BYTES (std::size_t{256} << 20)
 #endif
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 
 /// How a table stores its rows (see the file comment).
 enum class table_mode : unsigned char { automatic = 0, dense = 1, compact = 2 };
@@ -650,4 +650,4 @@ std::shared_ptr<const table<Real>> get_table(const spec& s, std::int64_t positio
   return table_cache::global().get<Real>(s, positions, mode);
 }
 
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope

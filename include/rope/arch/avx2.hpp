@@ -38,7 +38,7 @@
 #define ROPE_AVX2_FN inline __attribute__((target("avx2,fma,f16c")))
 #endif
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 namespace arch {
 namespace avx2 {
 namespace detail {
@@ -313,6 +313,6 @@ struct half_vectors {
 
 }  // namespace avx2
 }  // namespace arch
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope
 
 #endif  // ROPE_X86

@@ -44,7 +44,7 @@
   inline __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
 #endif
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 namespace arch {
 namespace avx512 {
 namespace detail {
@@ -317,6 +317,6 @@ struct half_vectors {
 
 }  // namespace avx512
 }  // namespace arch
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope
 
 #endif  // ROPE_X86

@@ -27,7 +27,7 @@
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 namespace arch {
 namespace neon {
 namespace detail {
@@ -227,6 +227,6 @@ inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>&
 
 }  // namespace neon
 }  // namespace arch
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope
 
 #endif  // ROPE_NEON

@@ -47,7 +47,7 @@
 #include "rope/storage.hpp"
 #include "rope/table.hpp"
 
-namespace rope {
+ROPE_BEGIN_NAMESPACE
 namespace detail {
 
 /// One validated call: n_tokens x n_heads rows, element strides, one position per token.
@@ -236,4 +236,4 @@ inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) 
 
 }  // namespace scalar
 }  // namespace arch
-}  // namespace rope
+ROPE_END_NAMESPACE  // rope
