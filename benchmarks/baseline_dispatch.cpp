@@ -1,5 +1,7 @@
 // benchmarks/baseline_dispatch.cpp: see baseline_dispatch.hpp. Built without -march=native
 // (benchmarks/CMakeLists.txt), with runtime dispatch, and with rope renamed to rope_baseline.
+// (rope's build-mode namespace, rope/config.hpp, now keeps the two files' instantiations apart
+// by itself; the rename also keeps apply_bench's calls from naming this copy by mistake.)
 //
 // Every standard header rope uses is included first, so the rename reaches only rope's own
 // names (the standard headers' include guards keep them from being read again below).
