@@ -1,43 +1,68 @@
-// tests/build_modes_test.cpp: rope included with compile-time dispatch (and this build's -m
-// flags) in this file and with runtime dispatch in build_modes_rt.cpp, linked into one program,
-// as an engine may link a portable runtime-dispatch module with files built -march=native.
+// tests/build_modes_test.cpp: rope included in three ways in one program, as an engine may link
+// a portable runtime-dispatch module with files built -march=native: here with compile-time
+// dispatch (and this build's -m flags), in build_modes_rt.cpp with runtime dispatch, and in
+// build_modes_isa.cpp with compile-time dispatch and other -m flags (tests/CMakeLists.txt).
 // Each file must keep its own rope: with one shared set of weak symbols the linker kept one
-// copy of rope::apply, the kernels and rope::active_isa for both, so a runtime-dispatch caller
+// copy of rope::apply, the kernels and rope::active_isa for all, so a runtime-dispatch caller
 // could run the -march=native copy (instructions its CPU may lack) and force_isa in one file
 // changed, or did not change, the other's path. rope/config.hpp's ROPE_ABI_NAMESPACE keeps
-// them apart; here the two copies must differ in address and in state, and agree in bits.
+// them apart; here the copies must differ in name, address and state, and agree in bits.
 #undef ROPE_RUNTIME_DISPATCH
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include <rope/rope.hpp>
-
-#include "build_modes.hpp"
+#include "build_modes_impl.hpp"
 
 namespace {
 
-TEST(BuildModes, EachFileKeepsItsOwnRope) {
-  EXPECT_NE(reinterpret_cast<std::uintptr_t>(&rope::active_isa), rope_test::rt_active_isa_address())
-      << "rope::active_isa is one symbol for a compile-time and a runtime-dispatch file";
+std::string after_mode(const char* name) {
+  return std::string(name).substr(3);
 }
 
-TEST(BuildModes, ForcingTheRuntimePathLeavesTheCompiledOne) {
-  ASSERT_TRUE(rope_test::rt_force_isa(static_cast<int>(rope::isa::scalar)));
-  EXPECT_EQ(rope_test::rt_active_isa(), static_cast<int>(rope::isa::scalar));
+TEST(BuildModes, EachFileKeepsItsOwnRope) {
+  const auto here = this_build_mode(), rt = rope_test::runtime_mode(),
+             other = rope_test::isa_mode();
+  // The dispatch mode is the name's first part; the same flags give the same rest.
+  EXPECT_EQ(std::string(here.namespace_name).substr(0, 3), "ct_") << here.namespace_name;
+  EXPECT_EQ(std::string(rt.namespace_name).substr(0, 3), "rt_") << rt.namespace_name;
+  EXPECT_EQ(std::string(other.namespace_name).substr(0, 3), "ct_") << other.namespace_name;
+  EXPECT_EQ(after_mode(here.namespace_name), after_mode(rt.namespace_name));
+  EXPECT_NE(here.active_isa_address(), rt.active_isa_address())
+      << "rope::active_isa is one symbol for a compile-time and a runtime-dispatch file";
+#if defined(ROPE_TEST_OTHER_FLAGS)
+  // Same dispatch mode, other -m flags: only the ISA part of the name tells them apart.
+  EXPECT_NE(after_mode(here.namespace_name), after_mode(other.namespace_name))
+      << here.namespace_name
+      << " (this file) and build_modes_isa.cpp, built " ROPE_TEST_OTHER_FLAGS;
+  EXPECT_NE(here.active_isa_address(), other.active_isa_address())
+      << "rope::active_isa is one symbol for files built with different -m flags";
+#else
+  GTEST_SKIP() << "no other -m flags for this target: build_modes_isa.cpp is built as this file";
+#endif
+}
+
+TEST(BuildModes, ForcingTheRuntimePathLeavesTheCompiledOnes) {
+  const auto rt = rope_test::runtime_mode(), other = rope_test::isa_mode();
+  ASSERT_TRUE(rt.force_isa(static_cast<int>(rope::isa::scalar)));
+  EXPECT_EQ(rt.active_isa(), static_cast<int>(rope::isa::scalar));
   EXPECT_EQ(rope::active_isa(), rope::compiled_isa());
+  EXPECT_EQ(other.active_isa(), other.compiled_isa());
   // Compile-time dispatch accepts only its own path; the runtime file keeps scalar.
   if (rope::compiled_isa() != rope::isa::scalar) {
     EXPECT_FALSE(rope::force_isa(rope::isa::scalar));
   }
-  EXPECT_EQ(rope_test::rt_active_isa(), static_cast<int>(rope::isa::scalar));
+  EXPECT_EQ(rt.active_isa(), static_cast<int>(rope::isa::scalar));
 }
 
-// Every path the runtime file can run gives the bits of this file's compiled path.
-TEST(BuildModes, BothFilesGiveTheSameBits) {
+// Every path the runtime file can run, and the other file's compiled path, give the bits of
+// this file's compiled path.
+TEST(BuildModes, EveryFileGivesTheSameBits) {
+  const auto rt = rope_test::runtime_mode(), other = rope_test::isa_mode();
   const int n_heads = 3, pos = 1234;
   std::vector<std::uint16_t> input(static_cast<std::size_t>(n_heads) * 64);
   std::uint32_t state = 12345u;
@@ -46,30 +71,29 @@ TEST(BuildModes, BothFilesGiveTheSameBits) {
     const float v = static_cast<float>(state >> 8) / 16777216.0f * 4.0f - 2.0f;
     b = rope::float_to_bf16(v);
   }
-  for (const auto l : {rope::layout::interleaved, rope::layout::half_split}) {
-    const auto tab = rope::get_table<float>(rope::make_spec(64, 64, 1e4, l), 4096);
-    std::vector<rope::bfloat16> here(input.size());
-    std::memcpy(here.data(), input.data(), input.size() * sizeof(std::uint16_t));
-    const int positions[1] = {pos};
-    const auto st =
-        rope::apply<rope::bfloat16, 64>(*tab, rope::packed_heads(here.data(), 1, n_heads, 64), positions);
-    ASSERT_EQ(st, rope::status::ok);
-    std::vector<std::uint16_t> want(input.size());
-    std::memcpy(want.data(), here.data(), want.size() * sizeof(std::uint16_t));
+  for (const int l : {0, 1}) {
+    const char* layout_name = l == 0 ? "interleaved" : "half_split";
+    std::vector<std::uint16_t> want = input;
+    ASSERT_EQ(apply_bf16_64_here(want.data(), n_heads, pos, l), static_cast<int>(rope::status::ok));
     // Not the input: the rotation ran.
     ASSERT_NE(want, input);
     int paths = 0;
     for (const auto i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
-      if (!rope_test::rt_force_isa(static_cast<int>(i))) continue;
+      if (!rt.force_isa(static_cast<int>(i))) continue;
       ++paths;
       std::vector<std::uint16_t> there = input;
-      ASSERT_EQ(rope_test::rt_apply_bf16_64(there.data(), n_heads, pos,
-                                            l == rope::layout::interleaved ? 0 : 1),
+      ASSERT_EQ(rt.apply_bf16_64(there.data(), n_heads, pos, l),
                 static_cast<int>(rope::status::ok));
-      EXPECT_EQ(there, want) << "runtime path " << rope::to_string(i) << ", layout "
-                             << (l == rope::layout::interleaved ? "interleaved" : "half_split");
+      EXPECT_EQ(there, want) << "runtime path " << rope::to_string(i) << ", " << layout_name;
     }
     EXPECT_GE(paths, 1);
+    if (other.can_run()) {
+      std::vector<std::uint16_t> there = input;
+      ASSERT_EQ(other.apply_bf16_64(there.data(), n_heads, pos, l),
+                static_cast<int>(rope::status::ok));
+      EXPECT_EQ(there, want) << "build_modes_isa.cpp (" << other.namespace_name << "), "
+                             << layout_name;
+    }
   }
 }
 

@@ -36,6 +36,7 @@
 #include "rope/arch/avx512.hpp"
 #include "rope/arch/neon.hpp"
 #include "rope/arch/scalar.hpp"
+#include "rope/fwd.hpp"
 #include "rope/isa.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"

@@ -61,22 +61,35 @@
 #endif
 
 // The build-mode namespace. Every rope name is declared inside an inline namespace of rope whose
-// name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the x86 ISA
-// flags that change the code of the kernels or of anything the compiler may vectorize (AVX,
-// AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16), and exceptions on or off. Code
-// still says rope::apply. Without it, a file built with -march=native and one built for
-// runtime dispatch (or with other -m flags) emit the same weak symbols (rope::apply<...>, the
-// kernels): the linker keeps one copy for the whole program, and the other file can then run
-// instructions its CPU lacks (a -march=native copy of the AVX-512 kernels uses vcvtne2ps2bf16,
-// which an AVX-512 CPU without AVX512_BF16 faults on, though runtime dispatch chose avx512 for
-// it). Files built the same way share one namespace, so one table cache; differently built
-// files each have their own (a table from one is another type in the other: a link error, not
-// a wrong instruction). Users name the enclosing namespace: rope::table<float>, and
-// `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits.
-#if defined(ROPE_RUNTIME_DISPATCH)
-#define ROPE_ABI_RT_ rt
+// name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the target's
+// ISA flags that change the code of the kernels or of anything the compiler may vectorize (on
+// x86: SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16; on
+// AArch64: SVE and SVE2), and exceptions on or off. Code still says rope::apply. Without it, a
+// file built with -march=native and one built for runtime dispatch (or with other -m flags) emit
+// the same weak symbols (rope::apply<...>, the kernels): the linker keeps one copy for the whole
+// program, and the other file can then run instructions its CPU lacks (a -march=native copy of
+// the AVX-512 kernels uses vcvtne2ps2bf16, which an AVX-512 CPU without AVX512_BF16 faults on,
+// though runtime dispatch chose avx512 for it). Files built the same way share one namespace,
+// so one table cache; differently built files each have their own, and a rope type from one is
+// another type in the other (a link error where a rope type is in a function's signature; a
+// struct holding one, built both ways, is an ODR violation the linker does not see). It
+// protects rope's own symbols only: a user's inline function or template that calls rope is
+// still one symbol for both files. Users name the enclosing namespace (rope::table<float>;
+// `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits);
+// forward declarations of rope names must come from rope/fwd.hpp, since a
+// `namespace rope { class ...; }` of one's own declares another entity.
+//
+// Each field is a digit (0 = absent), so no user macro can change the spelling: only the
+// literal prefix (ct_ or rt_) and the pasted result are tokens the preprocessor sees as names.
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+#if defined(__SSE4_1__)
+#define ROPE_ABI_SSE_ 3
+#elif defined(__SSSE3__)
+#define ROPE_ABI_SSE_ 2
+#elif defined(__SSE3__)
+#define ROPE_ABI_SSE_ 1
 #else
-#define ROPE_ABI_RT_ ct
+#define ROPE_ABI_SSE_ 0
 #endif
 #if defined(__AVX__)
 #define ROPE_ABI_AVX_ 1
@@ -113,13 +126,39 @@
 #else
 #define ROPE_ABI_16_ 0
 #endif
-#define ROPE_ABI_JOIN2_(m, a, b, c, d, e, x) m##_##a##b##c##d##e##_e##x
-#define ROPE_ABI_JOIN_(m, a, b, c, d, e, x) ROPE_ABI_JOIN2_(m, a, b, c, d, e, x)
-/// The inline namespace's name, e.g. ct_11111_e1 (-march with AVX-512 and AVX512_BF16) or
-/// rt_00000_e1 (runtime dispatch from a baseline x86-64 build).
-#define ROPE_ABI_NAMESPACE \
-  ROPE_ABI_JOIN_(ROPE_ABI_RT_, ROPE_ABI_AVX_, ROPE_ABI_AVX2_, ROPE_ABI_FMA_, ROPE_ABI_512_, \
-                 ROPE_ABI_16_, ROPE_HAS_EXCEPTIONS)
+// x86: x, then SSE, AVX, AVX2, FMA/F16C, AVX-512, AVX-512 16-bit.
+#define ROPE_ABI_ISA_(P, E, X) P##x##E##_e##X
+#define ROPE_ABI_FLAGS_                                                                  \
+  ROPE_ABI_JOIN6_(ROPE_ABI_SSE_, ROPE_ABI_AVX_, ROPE_ABI_AVX2_, ROPE_ABI_FMA_, ROPE_ABI_512_, \
+                  ROPE_ABI_16_)
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#if defined(__ARM_FEATURE_SVE2)
+#define ROPE_ABI_SVE_ 2
+#elif defined(__ARM_FEATURE_SVE)
+#define ROPE_ABI_SVE_ 1
+#else
+#define ROPE_ABI_SVE_ 0
+#endif
+// AArch64: a, then SVE (NEON is always there).
+#define ROPE_ABI_ISA_(P, E, X) P##a##E##_e##X
+#define ROPE_ABI_FLAGS_ ROPE_ABI_SVE_
+#else
+// Any other target: n (rope runs its scalar path there).
+#define ROPE_ABI_ISA_(P, E, X) P##n##E##_e##X
+#define ROPE_ABI_FLAGS_ 0
+#endif
+#define ROPE_ABI_JOIN6I_(a, b, c, d, e, f) a##b##c##d##e##f
+#define ROPE_ABI_JOIN6_(a, b, c, d, e, f) ROPE_ABI_JOIN6I_(a, b, c, d, e, f)
+#if defined(ROPE_RUNTIME_DISPATCH)
+#define ROPE_ABI_JOIN2_(E, X) ROPE_ABI_ISA_(rt_, E, X)
+#else
+#define ROPE_ABI_JOIN2_(E, X) ROPE_ABI_ISA_(ct_, E, X)
+#endif
+#define ROPE_ABI_JOIN_(E, X) ROPE_ABI_JOIN2_(E, X)
+/// The inline namespace's name, e.g. ct_x311111_e1 (compile-time dispatch, -march with AVX-512
+/// and AVX512_BF16), rt_x000000_e1 (runtime dispatch from a baseline x86-64 build) or
+/// ct_a0_e1 (AArch64 without SVE).
+#define ROPE_ABI_NAMESPACE ROPE_ABI_JOIN_(ROPE_ABI_FLAGS_, ROPE_HAS_EXCEPTIONS)
 /// Opens and closes namespace rope with its build-mode namespace (every rope header does).
 #define ROPE_BEGIN_NAMESPACE \
   namespace rope {           \

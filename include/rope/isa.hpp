@@ -26,6 +26,7 @@
 #include <initializer_list>
 
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 
 #if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__)) && \
     (defined(__GNUC__) || defined(__clang__))

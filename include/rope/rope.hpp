@@ -10,11 +10,13 @@
 // rope/table.hpp    cos/sin tables formed in double, and the shared cache (cold path)
 // rope/apply.hpp    rope::apply and rope::apply_qk (hot path: noexcept, no allocation, no lock)
 // rope/storage.hpp  the storage-type customization point
+// rope/fwd.hpp      declarations of rope's types, for headers that only name them
 // rope/scaling.hpp  context extension: linear, NTK, dynamic NTK, YaRN, Llama 3.1, LongRoPE
 #pragma once
 
 #include "rope/apply.hpp"
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 #include "rope/scaling.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"

@@ -38,6 +38,7 @@
 #include "rope/apply.hpp"
 #include "rope/arch/scalar.hpp"
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"
 #include "rope/table.hpp"

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 
 ROPE_BEGIN_NAMESPACE
 

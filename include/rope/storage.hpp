@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 
 ROPE_BEGIN_NAMESPACE
 
@@ -130,7 +131,7 @@ inline std::uint16_t float_to_bf16(float f) noexcept {
 
 /// compute_type: the arithmetic type (float or double); load/store convert one element. store
 /// rounds once, to nearest even. `format` (optional) names the bits for the vector paths.
-template <class T, class Enable = void>
+template <class T, class Enable>  // Enable = void (rope/fwd.hpp)
 struct storage_traits;  // undefined: a type rope does not know is a compile error
 
 template <>

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "rope/config.hpp"
+#include "rope/fwd.hpp"
 #include "rope/spec.hpp"
 
 /// Largest dense table (bytes) that table_mode::automatic builds; beyond it a compact table is
