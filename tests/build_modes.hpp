@@ -18,8 +18,6 @@ struct build_mode {
   bool (*force_isa)(int isa);
   int (*active_isa)();
   int (*compiled_isa)();
-  /// Whether the running CPU can run that file's compiled code (its -m flags).
-  bool (*can_run)();
   /// rope::apply<bf16, 64> in place there: n_heads bf16 rows (bits) of 64 at position pos,
   /// layout 0 interleaved, 1 half-split.
   int (*apply_bf16_64)(std::uint16_t* bits, int n_heads, int pos, int layout);

@@ -12,22 +12,10 @@
 
 #include "build_modes.hpp"
 
-#if defined(__aarch64__) && defined(__linux__)
-#include <sys/auxv.h>
-#endif
-
 namespace {
 
 #define ROPE_TEST_STR2(x) #x
 #define ROPE_TEST_STR(x) ROPE_TEST_STR2(x)
-
-bool this_file_can_run() {
-#if defined(__aarch64__) && defined(__linux__) && defined(__ARM_FEATURE_SVE)
-  return (getauxval(AT_HWCAP) & HWCAP_SVE) != 0;
-#else
-  return rope::detail::cpu_supports(rope::compiled_isa());
-#endif
-}
 
 int apply_bf16_64_here(std::uint16_t* bits, int n_heads, int pos, int layout) {
   const auto l = layout == 0 ? rope::layout::interleaved : rope::layout::half_split;
@@ -48,7 +36,6 @@ rope_test::build_mode this_build_mode() {
           [](int i) { return rope::force_isa(static_cast<rope::isa>(i)); },
           [] { return static_cast<int>(rope::active_isa()); },
           [] { return static_cast<int>(rope::compiled_isa()); },
-          &this_file_can_run,
           &apply_bf16_64_here};
 }
 

@@ -1,9 +1,9 @@
 // tests/fwd_test.cpp: rope/fwd.hpp's declarations name the library's own entities. fwd_user.cpp
 // sees only rope/fwd.hpp and passes rope::table<float>, rope::heads_view<float>, rope::layout
 // and rope::status between this file and itself; this file checks the rotation it asked for
-// against a float64 2x2 rotation. Including fwd.hpp before the whole library here also checks
-// that each declaration matches its definition (an enum's underlying type, class or struct,
-// storage_traits's default argument).
+// against a float64 2x2 rotation. (That each declaration matches its definition, an enum's
+// underlying type or a template's parameters, every build checks: every rope header includes
+// fwd.hpp. A class/struct mismatch would only be a clang warning, -Wmismatched-tags.)
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -63,8 +63,8 @@
 // The build-mode namespace. Every rope name is declared inside an inline namespace of rope whose
 // name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the target's
 // ISA flags that change the code of the kernels or of anything the compiler may vectorize (on
-// x86: SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16; on
-// AArch64: SVE and SVE2), and exceptions on or off. Code still says rope::apply. Without it, a
+// x86: SSE2/SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16;
+// on AArch64: SVE, SVE2 and a fixed SVE vector length), and exceptions on or off. Code still says rope::apply. Without it, a
 // file built with -march=native and one built for runtime dispatch (or with other -m flags) emit
 // the same weak symbols (rope::apply<...>, the kernels): the linker keeps one copy for the whole
 // program, and the other file can then run instructions its CPU lacks (a -march=native copy of
@@ -83,10 +83,12 @@
 // literal prefix (ct_ or rt_) and the pasted result are tokens the preprocessor sees as names.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
 #if defined(__SSE4_1__)
-#define ROPE_ABI_SSE_ 3
+#define ROPE_ABI_SSE_ 4
 #elif defined(__SSSE3__)
-#define ROPE_ABI_SSE_ 2
+#define ROPE_ABI_SSE_ 3
 #elif defined(__SSE3__)
+#define ROPE_ABI_SSE_ 2
+#elif defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
 #define ROPE_ABI_SSE_ 1
 #else
 #define ROPE_ABI_SSE_ 0
@@ -110,12 +112,26 @@
 #else
 #define ROPE_ABI_FMA_ 0
 #endif
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-#define ROPE_ABI_512_ 1
-#elif defined(__AVX512F__)
-#define ROPE_ABI_512_ 2
+// AVX-512: one digit each for F, BW, DQ and VL.
+#if defined(__AVX512F__)
+#define ROPE_ABI_512F_ 1
 #else
-#define ROPE_ABI_512_ 0
+#define ROPE_ABI_512F_ 0
+#endif
+#if defined(__AVX512BW__)
+#define ROPE_ABI_512BW_ 1
+#else
+#define ROPE_ABI_512BW_ 0
+#endif
+#if defined(__AVX512DQ__)
+#define ROPE_ABI_512DQ_ 1
+#else
+#define ROPE_ABI_512DQ_ 0
+#endif
+#if defined(__AVX512VL__)
+#define ROPE_ABI_512VL_ 1
+#else
+#define ROPE_ABI_512VL_ 0
 #endif
 #if defined(__AVX512BF16__) && defined(__AVX512FP16__)
 #define ROPE_ABI_16_ 3
@@ -126,11 +142,11 @@
 #else
 #define ROPE_ABI_16_ 0
 #endif
-// x86: x, then SSE, AVX, AVX2, FMA/F16C, AVX-512, AVX-512 16-bit.
+// x86: x, then SSE level, AVX, AVX2, FMA/F16C, AVX-512 F, BW, DQ, VL, AVX-512 16-bit.
 #define ROPE_ABI_ISA_(P, E, X) P##x##E##_e##X
-#define ROPE_ABI_FLAGS_                                                                  \
-  ROPE_ABI_JOIN6_(ROPE_ABI_SSE_, ROPE_ABI_AVX_, ROPE_ABI_AVX2_, ROPE_ABI_FMA_, ROPE_ABI_512_, \
-                  ROPE_ABI_16_)
+#define ROPE_ABI_FLAGS_                                                                         \
+  ROPE_ABI_JOIN9_(ROPE_ABI_SSE_, ROPE_ABI_AVX_, ROPE_ABI_AVX2_, ROPE_ABI_FMA_, ROPE_ABI_512F_, \
+                  ROPE_ABI_512BW_, ROPE_ABI_512DQ_, ROPE_ABI_512VL_, ROPE_ABI_16_)
 #elif defined(__aarch64__) || defined(_M_ARM64)
 #if defined(__ARM_FEATURE_SVE2)
 #define ROPE_ABI_SVE_ 2
@@ -139,26 +155,41 @@
 #else
 #define ROPE_ABI_SVE_ 0
 #endif
-// AArch64: a, then SVE (NEON is always there).
+// A fixed SVE vector length (-msve-vector-bits=N) changes the code too.
+#if defined(__ARM_FEATURE_SVE_BITS)
+#define ROPE_ABI_SVEB_ __ARM_FEATURE_SVE_BITS
+#else
+#define ROPE_ABI_SVEB_ 0
+#endif
+// AArch64: a, then SVE, then the fixed SVE length in bits or 0 (NEON is always there).
 #define ROPE_ABI_ISA_(P, E, X) P##a##E##_e##X
-#define ROPE_ABI_FLAGS_ ROPE_ABI_SVE_
+#define ROPE_ABI_FLAGS_ ROPE_ABI_JOINSVE_(ROPE_ABI_SVE_, ROPE_ABI_SVEB_)
 #else
 // Any other target: n (rope runs its scalar path there).
 #define ROPE_ABI_ISA_(P, E, X) P##n##E##_e##X
 #define ROPE_ABI_FLAGS_ 0
 #endif
-#define ROPE_ABI_JOIN6I_(a, b, c, d, e, f) a##b##c##d##e##f
-#define ROPE_ABI_JOIN6_(a, b, c, d, e, f) ROPE_ABI_JOIN6I_(a, b, c, d, e, f)
+#define ROPE_ABI_JOINSVEI_(a, b) a##_##b
+#define ROPE_ABI_JOINSVE_(a, b) ROPE_ABI_JOINSVEI_(a, b)
+#define ROPE_ABI_JOIN9I_(a, b, c, d, e, f, g, h, i) a##b##c##d##e##f##g##h##i
+#define ROPE_ABI_JOIN9_(a, b, c, d, e, f, g, h, i) ROPE_ABI_JOIN9I_(a, b, c, d, e, f, g, h, i)
+// Exceptions as a digit of our own (ROPE_HAS_EXCEPTIONS may be defined by the user as any
+// expression that is true or false).
+#if ROPE_HAS_EXCEPTIONS
+#define ROPE_ABI_EXC_ 1
+#else
+#define ROPE_ABI_EXC_ 0
+#endif
 #if defined(ROPE_RUNTIME_DISPATCH)
 #define ROPE_ABI_JOIN2_(E, X) ROPE_ABI_ISA_(rt_, E, X)
 #else
 #define ROPE_ABI_JOIN2_(E, X) ROPE_ABI_ISA_(ct_, E, X)
 #endif
 #define ROPE_ABI_JOIN_(E, X) ROPE_ABI_JOIN2_(E, X)
-/// The inline namespace's name, e.g. ct_x311111_e1 (compile-time dispatch, -march with AVX-512
-/// and AVX512_BF16), rt_x000000_e1 (runtime dispatch from a baseline x86-64 build) or
-/// ct_a0_e1 (AArch64 without SVE).
-#define ROPE_ABI_NAMESPACE ROPE_ABI_JOIN_(ROPE_ABI_FLAGS_, ROPE_HAS_EXCEPTIONS)
+/// The inline namespace's name, e.g. ct_x411111111_e1 (compile-time dispatch, -march with
+/// AVX-512 and AVX512_BF16), rt_x100000000_e1 (runtime dispatch from a baseline x86-64 build) or
+/// ct_a0_0_e1 (AArch64 without SVE).
+#define ROPE_ABI_NAMESPACE ROPE_ABI_JOIN_(ROPE_ABI_FLAGS_, ROPE_ABI_EXC_)
 /// Opens and closes namespace rope with its build-mode namespace (every rope header does).
 #define ROPE_BEGIN_NAMESPACE \
   namespace rope {           \
