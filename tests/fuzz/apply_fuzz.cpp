@@ -306,6 +306,21 @@ rope::heads_view<T> view_of(T* data, const geometry& g) {
 
 // Marks which elements of [mem, mem + size) the rows of g (at data) cover; false when two rows
 // share an element. Every row must lie inside the allocation.
+// Runs call() on the scalar path and goes back to the path that was active (with runtime
+// dispatch; otherwise there is one path and call() runs on it): the bit-for-bit references.
+template <class F>
+rope::status on_scalar_path(F call) {
+#if defined(ROPE_RUNTIME_DISPATCH)
+  const rope::isa path = rope::active_isa();
+  FUZZ_CHECK(rope::force_isa(rope::isa::scalar), static_cast<int>(path));
+  const rope::status st = call();
+  FUZZ_CHECK(rope::force_isa(path), static_cast<int>(path));
+  return st;
+#else
+  return call();
+#endif
+}
+
 // Rotated elements against their reference: the same bits, or both NaN. IEEE 754 leaves the
 // sign and payload of a NaN result open; the paths (and a vector path's in-place and
 // out-of-place kernels) multiply and add in the same order but do not always pass on the same
@@ -578,10 +593,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
        // the same for the other entry points).
       std::unique_ptr<T[]> w(new T[static_cast<std::size_t>(D)]);
       std::memcpy(static_cast<void*>(w.get()), x.get(), static_cast<std::size_t>(D) * sizeof(T));
-      const rope::isa path = rope::active_isa();
-      FUZZ_CHECK(rope::force_isa(rope::isa::scalar), static_cast<int>(path));
-      const rope::status st_w = rope::apply<T>(*tab, p, w.get(), dir, rnd);
-      FUZZ_CHECK(rope::force_isa(path), static_cast<int>(path));
+      const rope::status st_w =
+          on_scalar_path([&] { return rope::apply<T>(*tab, p, w.get(), dir, rnd); });
       FUZZ_CHECK(st_w == rope::status::ok, static_cast<int>(st_w));
       FUZZ_CHECK(same_results(y.get(), w.get(), static_cast<std::size_t>(d)), p, D);
     }
@@ -688,17 +701,10 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   // With runtime dispatch it runs on the scalar path (the specification), so every success
   // also checks the dispatched vector path bit for bit against scalar on this input's shapes.
   auto rotate_alone = [&](T* at, const geometry& g) {
-#if defined(ROPE_RUNTIME_DISPATCH)
-    const rope::isa path = rope::active_isa();
-    FUZZ_CHECK(rope::force_isa(rope::isa::scalar), static_cast<int>(path));
-#endif
-    const rope::status s_alone =
-        pos32 ? rope::apply<T>(*tab, view_of<T>(at, g), pos32v.data(), dir, rnd)
-              : rope::apply<T>(*tab, view_of<T>(at, g), pos64.data(), dir, rnd);
-#if defined(ROPE_RUNTIME_DISPATCH)
-    FUZZ_CHECK(rope::force_isa(path), static_cast<int>(path));
-#endif
-    return s_alone;
+    return on_scalar_path([&] {
+      return pos32 ? rope::apply<T>(*tab, view_of<T>(at, g), pos32v.data(), dir, rnd)
+                   : rope::apply<T>(*tab, view_of<T>(at, g), pos64.data(), dir, rnd);
+    });
   };
   auto check_tensor = [&](const std::vector<unsigned char>& src_before, const T* src_mem,
                           const T* src_data, const geometry& gi, const T* out_mem,
