@@ -11,8 +11,8 @@
 // build lacks is skipped), its kernels called directly as simd_equivalence.hpp does:
 //  - CompileTimeDims: the dims of the path's list (avx512_dims, avx2_dims, neon_dims: each way
 //    a row meets the path's vectors; scalar_dims: 18), head_dim = Dim and Dim + 6 (partial
-//    rotary: the last 6 copied out of place, untouched in place); five storage pairs and
-//    rounding::accurate (check_types, check_modes); inverse at 18 only (both_directions);
+//    rotary: the last 6 copied out of place, untouched in place); six storage pairs with one
+//    rounding each (check_types, roundings); inverse at 18 only (both_directions);
 //  - RuntimeDims: Dim = rope::dynamic, every head dim of shared/testing.md with rotary dims
 //    head_dim, head_dim / 2 (even) and head_dim - 2; every storage pair of the vector paths
 //    (float, fp16, bf16 in any combination; double -> double), both roundings where they differ
@@ -70,24 +70,29 @@ constexpr int kHeadDims[] = {2,  4,  6,  8,   14,  16,  30,  32,  62,  64,
 
 template <std::size_t... Dims>
 struct dim_list {};
-// The compile-time dims of each path: between them, for float and double rows (16-bit rows
+// The compile-time dims of each path. AVX2 and AVX-512: for float and double rows (16-bit rows
 // compute in float), each way a row half (interleaved: the row) of width W meets the path's
-// N-lane vectors (kernel_body.inc, row_vectors): narrower than a vector (masked), exactly one
-// vector or several, several with groups of 4 (8 or more), a tail of half a vector (AVX-512:
-// alone, or after whole vectors), and a last vector shifted back over the one before it (after
-// one vector, or several). The full lists cover every such case that the 17 dims of
-// simd_equivalence.hpp do, on each path; other dims repeat one. ROPE_TEST_FEW_DIMS builds
-// (asan, tsan, noexcept) run two dims on x86 (with ASan, 4 dims took 2 minutes to compile),
-// which the full builds (Release, clang-werror, baseline) back; NEON keeps its full list, as its
-// only build (aarch64) is a few-dims one.
+// N-lane vectors (kernel_body.inc, row_vectors), after no whole vector, one or several: a
+// masked vector (W < N), none (whole vectors), half a vector (AVX-512), or a last vector
+// shifted back over the one before it; groups of 4 (8 or more vectors); for bf16 rows in
+// even/odd pairs (use_pairs), whole pairs then nothing, a vector, a half-width one or both; and
+// out of place, bf16 half-split rows of more than 4 vectors not in pairs (130: a pass per
+// half). Each dim of a list is the only one there for at least one of these (D = 8 and 16
+// for a half vector alone, 24 after one vector, 112 for pairs then both); the equivalence
+// tests' finer cases (a half vector after groups, say) repeat one of them here. NEON runs a
+// row as whole vectors and then element by element: rows shorter than, equal to and longer
+// than its vectors, with and without the element tail. Each list has 18, for a compile-time
+// inverse. ROPE_TEST_FEW_DIMS builds (asan, tsan, noexcept) run two dims on x86 (with ASan, 4
+// dims took 2 minutes to compile), which the full builds (Release, clang-werror, baseline)
+// back; NEON keeps its full list, as its only build (aarch64) is a few-dims one.
 #if ROPE_GUARD_FEW_DIMS
 using avx512_dims = dim_list<6, 18>;
 using avx2_dims = dim_list<6, 18>;
 #else
-using avx512_dims = dim_list<6, 8, 10, 16, 18, 32, 34, 80, 130, 160, 256>;
-using avx2_dims = dim_list<2, 6, 8, 10, 16, 18, 66, 80, 130, 256>;
+using avx512_dims = dim_list<6, 8, 10, 16, 18, 24, 32, 34, 80, 112, 130, 160, 256>;
+using avx2_dims = dim_list<2, 6, 8, 10, 16, 18, 80, 130, 256>;
 #endif
-using neon_dims = dim_list<2, 6, 8, 10, 16, 34, 130, 256>;
+using neon_dims = dim_list<2, 6, 8, 10, 16, 18, 34, 130, 256>;
 // The scalar path: one dim, 18. Its kernels are loops over the row's elements (arch/scalar.hpp)
 // with nothing to read past, and its compile-time instances cost as much to compile as a
 // vector path's.
@@ -145,7 +150,8 @@ struct arenas {
 
 // A signal handler that names the case a fault happened in, then hands the fault back to the
 // previous handler (the default one, or a sanitizer's) by returning into the faulting access.
-struct sigaction g_previous_segv;
+// SIGSEGV, and SIGBUS, which some systems (macOS) raise for a PROT_NONE page.
+struct sigaction g_previous_segv, g_previous_bus;
 
 void write_str(const char* s) {
   if (write(2, s, std::strlen(s)) < 0) {
@@ -158,11 +164,12 @@ void on_fault(int sig, siginfo_t* info, void*) {
   for (int i = 15; i >= 0; --i, a >>= 4) addr[2 + i] = "0123456789abcdef"[a & 15u];
   addr[18] = '\n';
   addr[19] = '\0';
-  write_str("guard_page_test: SIGSEGV (an access outside the rows?) in case: ");
+  write_str(sig == SIGBUS ? "guard_page_test: SIGBUS" : "guard_page_test: SIGSEGV");
+  write_str(" (an access outside the rows?) in case: ");
   write_str(g_case);
   write_str("\n  at address ");
   write_str(addr);
-  sigaction(sig, &g_previous_segv, nullptr);
+  sigaction(sig, sig == SIGBUS ? &g_previous_bus : &g_previous_segv, nullptr);
 }
 
 // Installs on_fault for one test's lifetime.
@@ -174,16 +181,18 @@ class fault_reporter {
     sa.sa_sigaction = &on_fault;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    installed_ = sigaction(SIGSEGV, &sa, &g_previous_segv) == 0;
+    installed_segv_ = sigaction(SIGSEGV, &sa, &g_previous_segv) == 0;
+    installed_bus_ = sigaction(SIGBUS, &sa, &g_previous_bus) == 0;
   }
   fault_reporter(const fault_reporter&) = delete;
   fault_reporter& operator=(const fault_reporter&) = delete;
   ~fault_reporter() {
-    if (installed_) sigaction(SIGSEGV, &g_previous_segv, nullptr);
+    if (installed_segv_) sigaction(SIGSEGV, &g_previous_segv, nullptr);
+    if (installed_bus_) sigaction(SIGBUS, &g_previous_bus, nullptr);
   }
 
  private:
-  bool installed_ = false;
+  bool installed_segv_ = false, installed_bus_ = false;
 };
 
 // Where a buffer's rows go: each row ending at a guard page or starting right after one (a head
@@ -507,21 +516,29 @@ struct tables {
   }
 };
 
-// Both directions, both roundings where they differ; every placement out of place, and in
-// place where the types allow. With a compile-time Dim, rounding::accurate alone: the rounding
-// changes the arithmetic and the table's part (low parts, coefs<V, P>), never which elements
-// of a row are loaded or stored (row_vectors' count, tail and group do not depend on P), and
-// each rounding is a set of kernel instances per Dim, path and storage pair. With a run-time
-// dim it changes how a row is chunked (dyn_row_vectors::Max), so both run.
-template <class Runner, std::size_t Dim, class TIn, class TOut>
+// Which roundings a case runs (they differ only for a float result stored as fp16 or bf16).
+// With a run-time dim both, as the rounding changes how a row is chunked (dyn_row_vectors::Max).
+// With a compile-time Dim one per storage pair (check_types): the rounding changes the
+// arithmetic and the table's part (coefs<V, P>) and, out of place, whether a 16-bit -> 16-bit
+// half-split row of more than 4 vectors is held in registers (rounding::fast) or takes a pass
+// per half (rotate_row_apart: hold), which load and store the same elements in another order;
+// row_vectors' count, tail and group do not depend on it, and each rounding is a set of kernel
+// instances per Dim, path and storage pair.
+enum class roundings { where_they_differ, accurate_only, fast_only };
+
+// Both directions (where compiled); every placement out of place, and in place where the types
+// allow.
+template <class Runner, std::size_t Dim, class TIn, class TOut,
+          roundings which = roundings::where_they_differ>
 void check_modes(const tables& tabs, std::size_t head_dim, context& ctx) {
   using Real = rope::compute_type_t<TIn>;
-  constexpr bool two_roundings =
-      rope::detail::precise_store<Real, TOut>() && Dim == rope::dynamic;
+  constexpr bool differ = rope::detail::precise_store<Real, TOut>();
+  constexpr bool run_accurate = !differ || which != roundings::fast_only;
+  constexpr bool run_fast = differ && which != roundings::accurate_only;
   const rope::table<Real>& tab = tabs.get<Real>();
   for (rope::direction dir : {rope::direction::forward, rope::direction::inverse})
     for (rope::rounding rnd : {rope::rounding::accurate, rope::rounding::fast}) {
-      if (rnd == rope::rounding::fast && !two_roundings) continue;
+      if (rnd == rope::rounding::accurate ? !run_accurate : !run_fast) continue;
       if (dir == rope::direction::inverse && !both_directions<Dim>()) continue;
       for (const place_pair& pp : kApart) {
         check_case<Runner, Dim, TIn, TOut>(tab, head_dim, ctx, pp.in, pp.out, false, dir, rnd);
@@ -536,14 +553,16 @@ void check_modes(const tables& tabs, std::size_t head_dim, context& ctx) {
     }
 }
 
-// The storage pairs. With a run-time dim, every pair of the vector paths (but see
-// every_pair_at_run_time_dims). With a compile-time Dim, and on the scalar path (loops over a
-// row's elements), five: float, double, bf16, float -> bf16 and fp16 -> float, which cover
-// each element size in and out (4, 8 and 2 bytes; same, narrower and wider), 16-bit rows in
-// place (row_vectors::group16), both 16-bit formats, and bf16 -> bf16, the one pair with row
-// code of its own (use_pairs); the other five differ from these in a conversion, not in which
-// elements are loaded or stored. rope::apply: float and float -> bf16 (its validation and
-// dispatch do not depend on the types; each pair compiles the kernels of every
+// The storage pairs. With a run-time dim every pair of the vector paths (but see
+// every_pair_at_run_time_dims), both roundings. With a compile-time Dim, and on the scalar path
+// (loops over a row's elements), six: float, double, bf16 and float -> bf16 (accurate), fp16
+// (fast: 16-bit rows held out of place) and fp16 -> float, which cover each element size in
+// and out (4, 8 and 2 bytes; same, narrower and wider), 16-bit rows in place
+// (row_vectors::group16), both 16-bit formats' loads and stores, bf16 -> bf16 rows in pairs
+// (use_pairs) and out of place in a pass per half, and 16-bit rows held. The other pairs load
+// and store the same elements as one of these (fp16 and bf16 rows have the same widths in
+// every path's io) and differ in a conversion. rope::apply: float and float -> bf16 (its
+// validation and dispatch do not depend on the types; each pair compiles the kernels of every
 // ROPE_DYNAMIC_DIMS dim again, which the kernels' own tests here cover).
 template <class Runner>
 constexpr bool every_pair_at_run_time_dims() {
@@ -553,7 +572,7 @@ constexpr bool every_pair_at_run_time_dims() {
 #if ROPE_NEON
   return true;  // NEON's one build (aarch64) is a few-dims one
 #else
-  return !ROPE_GUARD_FEW_DIMS;  // the few-dims builds: five pairs (asan's compile was 3 min)
+  return !ROPE_GUARD_FEW_DIMS;  // the few-dims builds: six pairs (asan's compile was 3 min)
 #endif
 }
 
@@ -562,15 +581,19 @@ void check_types(const tables& tabs, std::size_t head_dim, context& ctx) {
   using rope::bfloat16;
   using rope::float16;
   constexpr bool every_pair = Dim == rope::dynamic && every_pair_at_run_time_dims<Runner>();
+  constexpr roundings accurate =
+      Dim == rope::dynamic ? roundings::where_they_differ : roundings::accurate_only;
+  constexpr roundings fast =
+      Dim == rope::dynamic ? roundings::where_they_differ : roundings::fast_only;
   check_modes<Runner, Dim, float, float>(tabs, head_dim, ctx);
-  check_modes<Runner, Dim, float, bfloat16>(tabs, head_dim, ctx);
+  check_modes<Runner, Dim, float, bfloat16, accurate>(tabs, head_dim, ctx);
   if constexpr (!std::is_same<Runner, public_runner>::value) {
-    check_modes<Runner, Dim, bfloat16, bfloat16>(tabs, head_dim, ctx);
+    check_modes<Runner, Dim, bfloat16, bfloat16, accurate>(tabs, head_dim, ctx);
+    check_modes<Runner, Dim, float16, float16, fast>(tabs, head_dim, ctx);
     check_modes<Runner, Dim, double, double>(tabs, head_dim, ctx);
     check_modes<Runner, Dim, float16, float>(tabs, head_dim, ctx);
   }
   if constexpr (every_pair) {
-    check_modes<Runner, Dim, float16, float16>(tabs, head_dim, ctx);
     check_modes<Runner, Dim, float, float16>(tabs, head_dim, ctx);
     check_modes<Runner, Dim, bfloat16, float>(tabs, head_dim, ctx);
     check_modes<Runner, Dim, bfloat16, float16>(tabs, head_dim, ctx);
