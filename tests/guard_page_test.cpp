@@ -46,6 +46,8 @@
 
 #include <rope/rope.hpp>
 
+#include "simd_equivalence.hpp"  // rope_test::random_value, rope_test::kHeadDims
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <signal.h>
 #include <sys/mman.h>
@@ -65,8 +67,6 @@ constexpr std::int64_t kPositions = 64;
 constexpr unsigned char kCanary = 0x5A;
 constexpr std::size_t kWindow = 64;            // canary bytes beside a row
 constexpr std::size_t kMaxRowBytes = 512 * 8;  // head_dim 512 of double
-constexpr int kHeadDims[] = {2,  4,  6,  8,   14,  16,  30,  32,  62,  64,
-                             66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
 
 template <std::size_t... Dims>
 struct dim_list {};
@@ -274,31 +274,6 @@ rope::heads_view<T> view_of(const placed& p) {
 }
 #endif  // ROPE_GUARD_PAGES
 
-// Random finite values of T over many binades (subnormals for 16-bit types), one in 16 a +0 or
-// -0 (as in simd_equivalence.hpp: no Inf or NaN, whose NaN signs may differ by path).
-template <class T>
-T random_value(std::mt19937_64& gen) {
-  using traits = rope::storage_traits<T>;
-  using C = typename traits::compute_type;
-  const std::uint64_t pick = gen();
-  if (pick % 16 == 0) return traits::store(static_cast<C>(pick & 16 ? -0.0 : 0.0));
-  if constexpr (sizeof(T) == 2) {
-    const std::uint16_t exp_mask =
-        rope::format_of_v<T> == rope::storage_format::fp16 ? 0x7c00 : 0x7f80;
-    for (;;) {
-      const auto b = static_cast<std::uint16_t>(gen());
-      if ((b & exp_mask) == exp_mask) continue;
-      T x;
-      std::memcpy(&x, &b, sizeof b);
-      return x;
-    }
-  } else {
-    std::uniform_real_distribution<double> unit(-1.0, 1.0);
-    const int e = static_cast<int>(gen() % 61) - 30;
-    return traits::store(static_cast<C>(std::ldexp(unit(gen), e)));
-  }
-}
-
 // Which directions a compile-time Dim runs: both for rope::dynamic and 18, forward only for
 // the others. The direction changes the arithmetic alone (arch/detail/kernel_body.inc: combine),
 // never which elements are loaded or stored, and each direction is a set of kernel instances per
@@ -461,7 +436,7 @@ ROPE_NOINLINE void prepare(const rope::table<rope::compute_type_t<TIn>>& tab, st
   for (auto& p : cs.pos)
     p = static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(kPositions));
   std::vector<TIn> src(n);
-  for (auto& v : src) v = random_value<TIn>(gen);
+  for (auto& v : src) v = rope_test::random_value<TIn>(gen);
   std::vector<TIn> ref_in(src);
   std::vector<TOut> ref_out(n);
   std::memset(static_cast<void*>(ref_out.data()), kCanary, n * sizeof(TOut));
@@ -622,7 +597,7 @@ void check_static_dims(dim_list<Dims...>, context& ctx) {
 // Dim = rope::dynamic: every head dim of shared/testing.md, full and partial rotary dims.
 template <class Runner>
 void check_runtime_dims(context& ctx) {
-  for (int D : kHeadDims)
+  for (int D : rope_test::kHeadDims)
     for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
       int done[3] = {0, 0, 0};
       int k = 0;
