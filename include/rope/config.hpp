@@ -62,22 +62,22 @@
 
 // The build-mode namespace. Every rope name is declared inside an inline namespace of rope whose
 // name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the target's
-// ISA flags that change the code of the kernels or of anything the compiler may vectorize (on
-// x86: SSE2/SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16;
-// on AArch64: SVE, SVE2 and a fixed SVE vector length), and exceptions on or off. Code still says rope::apply. Without it, a
-// file built with -march=native and one built for runtime dispatch (or with other -m flags) emit
-// the same weak symbols (rope::apply<...>, the kernels): the linker keeps one copy for the whole
-// program, and the other file can then run instructions its CPU lacks (a -march=native copy of
-// the AVX-512 kernels uses vcvtne2ps2bf16, which an AVX-512 CPU without AVX512_BF16 faults on,
-// though runtime dispatch chose avx512 for it). Files built the same way share one namespace,
-// so one table cache; differently built files each have their own, and a rope type from one is
-// another type in the other (a link error where a rope type is in a function's signature; a
-// struct holding one, built both ways, is an ODR violation the linker does not see). It
-// protects rope's own symbols only: a user's inline function or template that calls rope is
+// ISA flags that change the code of the kernels or of anything the compiler may vectorize (on x86:
+// SSE2/SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16; on
+// AArch64: SVE, SVE2 and a fixed SVE vector length), and exceptions on or off. Code still says
+// rope::apply. Without it, a file built with -march=native and one built for runtime dispatch (or
+// with other -m flags) emit the same weak symbols (rope::apply<...>, the kernels): the linker keeps
+// one copy for the whole program, and the other file can then run instructions its CPU lacks (a
+// -march=native copy of the AVX-512 kernels uses vcvtne2ps2bf16, which an AVX-512 CPU without
+// AVX512_BF16 faults on, though runtime dispatch chose avx512 for it). Files built the same way
+// share one namespace, so one table cache; differently built files each have their own, and a rope
+// type from one is another type in the other (a link error where a rope type is in a function's
+// signature; a struct holding one, built both ways, is an ODR violation the linker does not see).
+// It protects rope's own symbols only: a user's inline function or template that calls rope is
 // still one symbol for both files. Users name the enclosing namespace (rope::table<float>;
-// `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits);
-// forward declarations of rope names must come from rope/fwd.hpp, since a
-// `namespace rope { class ...; }` of one's own declares another entity.
+// `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits); forward
+// declarations of rope names must come from rope/fwd.hpp, since a `namespace rope { class ...; }`
+// of one's own declares another entity.
 //
 // Each field is a digit (0 = absent), so no user macro can change the spelling: only the
 // literal prefix (ct_ or rt_) and the pasted result are tokens the preprocessor sees as names.

@@ -304,8 +304,6 @@ rope::heads_view<T> view_of(T* data, const geometry& g) {
   return {data, g.n_tokens, g.n_heads, g.head_dim, g.token_stride, g.head_stride};
 }
 
-// Marks which elements of [mem, mem + size) the rows of g (at data) cover; false when two rows
-// share an element. Every row must lie inside the allocation.
 // Runs call() on the scalar path and goes back to the path that was active (with runtime
 // dispatch; otherwise there is one path and call() runs on it): the bit-for-bit references.
 template <class F>
@@ -339,6 +337,8 @@ bool same_results(const T* a, const T* b, std::size_t n) {
   return true;
 }
 
+// Marks which elements of [mem, mem + size) the rows of g (at data) cover; false when two rows
+// share an element. Every row must lie inside the allocation.
 template <class T>
 bool cover(const T* mem, std::size_t size, const T* data, const geometry& g,
            std::vector<unsigned char>& mark) {
