@@ -431,10 +431,35 @@ TEST(Dispatch, EnvironmentVariableIsHonoured) {
   EXPECT_EQ(path_of_one_apply(x), wanted) << "the forced path is the one that ran";
   std::printf("ROPE_FORCE_ISA=%s: rope::apply ran on %s\n", env, rope::to_string(rope::active_isa()));
 #else
+  // A compile-time build runs its one path whatever the variable says; rope said so on stderr at
+  // program start (the ctest case dispatch.force_isa_in_compile_time_build checks that line).
   EXPECT_EQ(rope::active_isa(), rope::compiled_isa());
+  std::vector<float> x(2 * 4 * 128, 0.5f);
+  EXPECT_EQ(path_of_one_apply(x), rope::compiled_isa()) << "the compiled path is the one that ran";
   GTEST_SKIP() << "compile-time dispatch (" << rope::to_string(rope::compiled_isa())
-               << "): ROPE_FORCE_ISA applies to ROPE_RUNTIME_DISPATCH builds" << (env ? "" : "");
+               << "): ROPE_FORCE_ISA=" << (env ? env : "(unset)")
+               << " applies to ROPE_RUNTIME_DISPATCH builds";
 #endif
+}
+
+// The request a compile-time build reads from ROPE_FORCE_ISA, for every kind of value.
+TEST(Dispatch, FixedPathClassifiesForceIsaRequests) {
+  using rope::detail::classify_fixed_path_request;
+  using rope::detail::fixed_path_request;
+  const rope::isa paths[] = {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512,
+                             rope::isa::neon};
+  for (rope::isa compiled : paths) {
+    EXPECT_EQ(classify_fixed_path_request(nullptr, compiled), fixed_path_request::none);
+    EXPECT_EQ(classify_fixed_path_request("", compiled), fixed_path_request::none);
+    for (const char* bad : {"AVX2", "avx", "avx5120", " scalar", "neon ", "sse4"})
+      EXPECT_EQ(classify_fixed_path_request(bad, compiled), fixed_path_request::not_a_path) << bad;
+    for (rope::isa asked : paths) {
+      const fixed_path_request want =
+          asked == compiled ? fixed_path_request::compiled_path : fixed_path_request::other_path;
+      EXPECT_EQ(classify_fixed_path_request(rope::to_string(asked), compiled), want)
+          << rope::to_string(asked) << " asked of " << rope::to_string(compiled);
+    }
+  }
 }
 
 TEST(Dispatch, ForcedPathRunsAndGivesTheSameBits) {

@@ -14,6 +14,9 @@
 //    ROPE_FORCE_ISA=scalar|avx2|avx512|neon, read at that first probe, or force_isa() picks a
 //    path; a path the CPU lacks is refused (force_isa returns false; the environment variable
 //    is ignored with a message on stderr).
+// A compile-time build cannot switch paths, so ROPE_FORCE_ISA naming any path but the compiled
+// one (or no path) gets a message on stderr once, at program start, instead of being ignored
+// without a word: a test or benchmark run that asked for a path must not believe it ran it.
 //
 // Paths: avx512 needs AVX512F+BW+DQ+VL, FMA and F16C; avx2 needs AVX2, FMA and F16C; neon is
 // AArch64's Advanced SIMD. Every path gives bitwise the results of the scalar path.
@@ -164,6 +167,36 @@ inline bool force_dispatched_isa(isa i) noexcept {
   dispatch_choice.store(static_cast<unsigned char>(i), std::memory_order_relaxed);
   return true;
 }
+
+/// What ROPE_FORCE_ISA = env asks of a build whose path was fixed at compile time: nothing
+/// (unset or empty), the compiled path itself, a path this build cannot switch to, or a string
+/// that names no path.
+enum class fixed_path_request : unsigned char { none, compiled_path, other_path, not_a_path };
+
+inline fixed_path_request classify_fixed_path_request(const char* env, isa compiled) noexcept {
+  if (env == nullptr || *env == '\0') return fixed_path_request::none;
+  isa wanted;
+  if (!parse_isa(env, wanted)) return fixed_path_request::not_a_path;
+  return wanted == compiled ? fixed_path_request::compiled_path : fixed_path_request::other_path;
+}
+
+#if !defined(ROPE_RUNTIME_DISPATCH)
+/// The message a compile-time build gives for ROPE_FORCE_ISA (see the file comment). Runs once
+/// per program (and build-mode namespace), before main; never on the hot path.
+inline bool say_fixed_path_ignores_request() noexcept {
+  const char* env = std::getenv("ROPE_FORCE_ISA");
+  const fixed_path_request r = classify_fixed_path_request(env, compiled_isa());
+  if (r == fixed_path_request::other_path || r == fixed_path_request::not_a_path)
+    std::fprintf(stderr,
+                 "rope: ROPE_FORCE_ISA=%s is ignored%s: rope::apply runs %s, fixed at compile "
+                 "time (build with ROPE_RUNTIME_DISPATCH to choose the path at run time)\n",
+                 env, r == fixed_path_request::not_a_path ? " (not scalar|avx2|avx512|neon)" : "",
+                 to_string(compiled_isa()));
+  return r != fixed_path_request::none;
+}
+
+inline const bool fixed_path_request_seen = say_fixed_path_ignores_request();
+#endif
 
 }  // namespace detail
 
