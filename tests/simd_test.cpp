@@ -431,8 +431,9 @@ TEST(Dispatch, EnvironmentVariableIsHonoured) {
   EXPECT_EQ(path_of_one_apply(x), wanted) << "the forced path is the one that ran";
   std::printf("ROPE_FORCE_ISA=%s: rope::apply ran on %s\n", env, rope::to_string(rope::active_isa()));
 #else
-  // A compile-time build runs its one path whatever the variable says; rope said so on stderr at
-  // program start (the ctest case dispatch.force_isa_in_compile_time_build checks that line).
+  // A compile-time build runs its one path whatever the variable says; rope says so on stderr when
+  // its first table is built (the ctest case dispatch.force_isa_in_compile_time_build checks that
+  // line, which path_of_one_apply's get_table prints).
   EXPECT_EQ(rope::active_isa(), rope::compiled_isa());
   std::vector<float> x(2 * 4 * 128, 0.5f);
   EXPECT_EQ(path_of_one_apply(x), rope::compiled_isa()) << "the compiled path is the one that ran";

@@ -14,9 +14,10 @@
 //    ROPE_FORCE_ISA=scalar|avx2|avx512|neon, read at that first probe, or force_isa() picks a
 //    path; a path the CPU lacks is refused (force_isa returns false; the environment variable
 //    is ignored with a message on stderr).
-// A compile-time build cannot switch paths, so ROPE_FORCE_ISA naming any path but the compiled
-// one (or no path) gets a message on stderr once, at program start, instead of being ignored
-// without a word: a test or benchmark run that asked for a path must not believe it ran it.
+// A compile-time build cannot switch paths, so ROPE_FORCE_ISA naming a path other than the
+// compiled one, or a value that names no path, gets one line on stderr (unset or empty: none)
+// when that build mode's first table is built, instead of being ignored without a word: a test
+// or benchmark run that asked for a path must not believe it ran it.
 //
 // Paths: avx512 needs AVX512F+BW+DQ+VL, FMA and F16C; avx2 needs AVX2, FMA and F16C; neon is
 // AArch64's Advanced SIMD. Every path gives bitwise the results of the scalar path.
@@ -180,23 +181,37 @@ inline fixed_path_request classify_fixed_path_request(const char* env, isa compi
   return wanted == compiled ? fixed_path_request::compiled_path : fixed_path_request::other_path;
 }
 
+#define ROPE_STRINGIFY_I_(x) #x
+#define ROPE_STRINGIFY_(x) ROPE_STRINGIFY_I_(x)
+
+/// The line itself; true when the variable asked anything.
 #if !defined(ROPE_RUNTIME_DISPATCH)
-/// The message a compile-time build gives for ROPE_FORCE_ISA (see the file comment). Runs once
-/// per program (and build-mode namespace), before main; never on the hot path.
 inline bool say_fixed_path_ignores_request() noexcept {
   const char* env = std::getenv("ROPE_FORCE_ISA");
   const fixed_path_request r = classify_fixed_path_request(env, compiled_isa());
   if (r == fixed_path_request::other_path || r == fixed_path_request::not_a_path)
     std::fprintf(stderr,
-                 "rope: ROPE_FORCE_ISA=%s is ignored%s: rope::apply runs %s, fixed at compile "
-                 "time (build with ROPE_RUNTIME_DISPATCH to choose the path at run time)\n",
+                 "rope: ROPE_FORCE_ISA=%s is ignored%s by rope::%s: compile-time dispatch, its "
+                 "rope::apply runs %s (build with ROPE_RUNTIME_DISPATCH to choose the path at "
+                 "run time)\n",
                  env, r == fixed_path_request::not_a_path ? " (not scalar|avx2|avx512|neon)" : "",
-                 to_string(compiled_isa()));
+                 ROPE_STRINGIFY_(ROPE_ABI_NAMESPACE), to_string(compiled_isa()));
   return r != fixed_path_request::none;
 }
-
-inline const bool fixed_path_request_seen = say_fixed_path_ignores_request();
 #endif
+
+/// In a compile-time build, the one line for ROPE_FORCE_ISA (see the file comment), once per
+/// build-mode namespace: called by table<Real>::build, the cold path every caller of apply goes
+/// through, rather than from a static initializer, so that no code of a file built for another
+/// ISA runs unless the program calls that file (and so that including rope adds no global
+/// constructor). The line names the namespace: a program may link several build modes, and a
+/// runtime-dispatch one among them honours the variable.
+inline void note_fixed_path_request() noexcept {
+#if !defined(ROPE_RUNTIME_DISPATCH)
+  static const bool noted = say_fixed_path_ignores_request();
+  static_cast<void>(noted);
+#endif
+}
 
 }  // namespace detail
 

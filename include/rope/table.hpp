@@ -51,6 +51,7 @@
 
 #include "rope/config.hpp"
 #include "rope/fwd.hpp"
+#include "rope/isa.hpp"
 #include "rope/spec.hpp"
 
 /// Largest dense table (bytes) that table_mode::automatic builds; beyond it a compact table is
@@ -201,6 +202,7 @@ class table {
                                             std::int64_t positions,
                                             table_mode mode = table_mode::automatic) {
     detail::check_request<Real>(f, l, positions, mode);
+    detail::note_fixed_path_request();
     std::shared_ptr<table> t(new table());
     t->freqs_ = f;
     t->layout_ = l;
