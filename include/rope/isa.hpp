@@ -184,8 +184,8 @@ inline fixed_path_request classify_fixed_path_request(const char* env, isa compi
 #define ROPE_STRINGIFY_I_(x) #x
 #define ROPE_STRINGIFY_(x) ROPE_STRINGIFY_I_(x)
 
-/// The line itself; true when the variable asked anything.
 #if !defined(ROPE_RUNTIME_DISPATCH)
+/// The line itself; true when the variable asked anything.
 inline bool say_fixed_path_ignores_request() noexcept {
   const char* env = std::getenv("ROPE_FORCE_ISA");
   const fixed_path_request r = classify_fixed_path_request(env, compiled_isa());
