@@ -4,6 +4,7 @@
 // mixed input/output types; adopting other 16-bit types through storage_traits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -361,6 +362,145 @@ TEST(Accuracy16, Bf16InBf16OutWithinOneUlp) {
 }
 TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
   accuracy_suite<float, rope::bfloat16>(kBf16, "float -> bf16");
+}
+
+// Deep cancellation, float in: pairs whose first output cancels to 2^-26..2^-50 of the pair's
+// norm r (the Accuracy16 draws reach 2^-34; float inputs round a smaller nudge away). For each
+// pair the input is searched on float's own grid: x1 runs over up to 4096 floats next to
+// r cos(phi) and x0 is the float nearest x1 tan(phi), or a neighbour; the pair whose x0 c - x1 s
+// is smallest is kept. The reference rotation uses cos and sin of the table's exact angle
+// p * w_j (w_j the table's double frequency, split so that both products are exact in long
+// double; a long double product of p and w_j is off by up to 2^-49 rad at p < 2^16, which is
+// many bf16 ulps of a result at 2^-45 r). Asserted (rope/arch/scalar.hpp, "16-bit outputs"):
+// every fp16 output within 1 ulp; every bf16 output above 2^-35 r within 1 ulp, and every bf16
+// output within 1 ulp + 2^-45 r (the correction's own error, about 6.4 * 2^-48 r, is more than
+// half a bf16 ulp below ~2^-36 r). Printed: the bf16 error by depth.
+struct exact_angle {
+  ld c, s;
+};
+exact_angle cos_sin_exact(std::int64_t p, double w) {
+  int e;
+  const double m = std::frexp(w, &e);
+  const double w1 = std::ldexp(std::trunc(std::ldexp(m, 32)), e - 32);  // w's top 32 bits
+  const double w2 = w - w1;                                               // the other 21
+  const ld a1 = static_cast<ld>(p) * static_cast<ld>(w1);  // exact: 16 + 32 bits
+  const ld a2 = static_cast<ld>(p) * static_cast<ld>(w2);  // exact: 16 + 21 bits
+  return {std::cos(a1) * std::cos(a2) - std::sin(a1) * std::sin(a2),
+          std::sin(a1) * std::cos(a2) + std::cos(a1) * std::sin(a2)};
+}
+
+template <class T16>
+double spacing_at(std::uint16_t b) {  // the gap from |b| to the next pattern up
+  const std::uint16_t mag = static_cast<std::uint16_t>(b & 0x7fff);
+  return static_cast<double>(rope::storage_traits<T16>::load(from16<T16>(static_cast<std::uint16_t>(mag + 1)))) -
+         static_cast<double>(rope::storage_traits<T16>::load(from16<T16>(mag)));
+}
+
+TEST(Accuracy16, FloatInDeepCancellationWithinItsBound) {
+  const int T = 8, H = 2;
+  long deep40 = 0, bf16_total = 0;
+  int fp16_max_ulp = 0;
+  int max_ulp_by_depth[64] = {};
+  long count_by_depth[64] = {};
+  double max_excess = 0;  // bf16: max (|got - exact| - spacing) / r over the outputs
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
+    for (int D : {64, 80, 96, 128, 256}) {
+      const rope::spec sp = rope::make_spec(D, D, 1e4, l);
+      auto tab = rope::get_table<float>(sp, 1 << 16);
+      const std::vector<double> w(tab->inv_freq().begin(), tab->inv_freq().end());
+      std::mt19937_64 gen(static_cast<std::uint64_t>(D) * 131 + static_cast<std::uint64_t>(l));
+      const std::size_t P = static_cast<std::size_t>(D / 2), n = static_cast<std::size_t>(T * H * D);
+      std::vector<float> in(n);
+      std::vector<ld> ref0(n, 0);  // the exact first output of each pair, at its index
+      std::vector<double> norm(n, 0);
+      std::vector<std::int64_t> pos(T);
+      for (auto& p : pos) p = static_cast<std::int64_t>(gen() % (1 << 16));
+      for (int t = 0; t < T; ++t)
+        for (int h = 0; h < H; ++h)
+          for (std::size_t j = 0; j < P; ++j) {
+            const std::size_t row = static_cast<std::size_t>((t * H + h) * D);
+            const std::size_t i0 = row + oracle::first(l, j, P), i1 = row + oracle::second(l, j, P);
+            const exact_angle a = cos_sin_exact(pos[static_cast<std::size_t>(t)], w[j]);
+            const double c = static_cast<double>(a.c), s = static_cast<double>(a.s);
+            const double rho = std::ldexp(1.0 + static_cast<double>(gen() % 1024) / 1024.0,
+                                          static_cast<int>(gen() % 16) - 4);
+            const int steps = 1 << (gen() % 13);  // 1..4096 candidates: a spread of depths
+            float x1 = static_cast<float>(rho * c);
+            for (int k = 0; k < steps / 2; ++k) x1 = std::nextafter(x1, -HUGE_VALF);
+            double best = HUGE_VAL;
+            for (int k = 0; k < steps; ++k, x1 = std::nextafter(x1, HUGE_VALF)) {
+              if (c == 0) break;
+              const float x0n = static_cast<float>(static_cast<double>(x1) * s / c);
+              for (float x0 : {std::nextafter(x0n, -HUGE_VALF), x0n, std::nextafter(x0n, HUGE_VALF)}) {
+                const double o = std::fabs(static_cast<double>(x0) * c - static_cast<double>(x1) * s);
+                if (o < best && o > 0) {
+                  best = o;
+                  in[i0] = x0;
+                  in[i1] = x1;
+                }
+              }
+            }
+            if (best == HUGE_VAL) {  // c == 0 cannot happen for a double angle; keep the pair valid
+              in[i0] = static_cast<float>(rho * s);
+              in[i1] = static_cast<float>(rho * c);
+            }
+            // The reference: the 2x2 rotation by the exact angle applied to the float pair.
+            Eigen::Matrix<ld, 2, 2> rot;
+            rot << a.c, -a.s, a.s, a.c;
+            const Eigen::Matrix<ld, 2, 1> v = rot * Eigen::Matrix<ld, 2, 1>(in[i0], in[i1]);
+            ref0[i0] = v(0);
+            ref0[i1] = v(1);
+            norm[i0] = norm[i1] = std::hypot(static_cast<double>(in[i0]), static_cast<double>(in[i1]));
+          }
+      std::vector<rope::float16> out_h(n);
+      std::vector<rope::bfloat16> out_b(n);
+      ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), T, H, D),
+                                   rope::packed_heads(out_h.data(), T, H, D), pos.data()),
+                rope::status::ok);
+      ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), T, H, D),
+                                   rope::packed_heads(out_b.data(), T, H, D), pos.data()),
+                rope::status::ok);
+      for (std::size_t k = 0; k < n; ++k) {
+        const double exact = static_cast<double>(ref0[k]), r = norm[k];
+        // fp16: within 1 ulp of the exact result correctly rounded, at every depth.
+        const std::uint16_t want_h = bits16(rope::storage_traits<rope::float16>::store(
+            static_cast<float>(round_ref(kHalf, exact))));
+        const int uh = ulp_distance(bits16(out_h[k]), want_h);
+        fp16_max_ulp = std::max(fp16_max_ulp, uh);
+        EXPECT_LE(uh, 1) << "fp16 D=" << D << " " << rope::to_string(l) << " k=" << k
+                         << " exact=" << exact << " r=" << r;
+        // bf16: within 1 ulp above 2^-35 r; within 1 ulp + 2^-45 r everywhere.
+        const std::uint16_t want_b = bits16(rope::storage_traits<rope::bfloat16>::store(
+            static_cast<float>(round_ref(kBf16, exact))));
+        const std::uint16_t got_b = bits16(out_b[k]);
+        const int ub = ulp_distance(got_b, want_b);
+        const double got = static_cast<double>(rope::storage_traits<rope::bfloat16>::load(out_b[k]));
+        const double gap = std::max(spacing_at<rope::bfloat16>(got_b), spacing_at<rope::bfloat16>(want_b));
+        const double err = std::fabs(got - exact);
+        const int depth =  // k for |exact| in [2^-(k+1), 2^-k) r, 0 for the outputs near r
+            exact == 0 ? 63
+                       : std::max(0, std::min(63, static_cast<int>(std::floor(-std::log2(std::fabs(exact) / r)))));
+        ++bf16_total;
+        deep40 += depth >= 40;
+        ++count_by_depth[depth];
+        max_ulp_by_depth[depth] = std::max(max_ulp_by_depth[depth], ub);
+        max_excess = std::max(max_excess, (err - gap) / r);
+        if (std::fabs(exact) >= 0x1p-35 * r) {
+          EXPECT_LE(ub, 1) << "bf16 D=" << D << " " << rope::to_string(l) << " k=" << k
+                           << " exact=" << exact << " r=" << r;
+        }
+        EXPECT_LE(err, gap + 0x1p-45 * r) << "bf16 D=" << D << " " << rope::to_string(l)
+                                         << " k=" << k << " exact=" << exact << " r=" << r;
+      }
+    }
+  std::printf("float -> fp16, deep cancellation: max %d ulp\n", fp16_max_ulp);
+  std::printf("float -> bf16, deep cancellation: %ld outputs, %ld below 2^-40 r; max (error - 1 ulp) "
+              "= 2^%.1f r\n", bf16_total, deep40, std::log2(std::max(max_excess, 0x1p-80)));
+  for (int d = 30; d < 64; ++d)
+    if (count_by_depth[d])
+      std::printf("  outputs in [2^-%d, 2^-%d) r: %ld, max %d bf16 ulp\n", d + 1, d,
+                  count_by_depth[d], max_ulp_by_depth[d]);
+  EXPECT_GE(deep40, 100) << "the draw must reach 2^-40 of the pairs' norms";
 }
 
 // rounding::fast: the float result rounded once. Every output is within one 16-bit ulp plus
