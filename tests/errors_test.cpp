@@ -1,6 +1,7 @@
 // Bad input: the exact error, and nothing written (shared/testing.md, "Bad input").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,6 +112,29 @@ TEST(ColdPath, BadFrequenciesNamed) {
                                         static_cast<rope::table_mode>(7));
       },
       "mode=7");
+}
+
+// Finite frequencies whose angles are not: cos and sin of (length - 1) * w_j past double's range
+// would put NaN in the table (a linear factor of 1e-308 divides w_0 = 1 up to 1e308). Refused
+// at table creation, dense and compact, through the cache too; a table whose last position is
+// 0 has no such angle and is built.
+TEST(ColdPath, AnglesPastDoubleRangeAreRefused) {
+  const rope::spec s = rope::make_spec(64, 64, 1e4, rope::layout::half_split);
+  const rope::frequencies f =
+      rope::compute_frequencies(s, rope::scaling::linear_interpolation(1e-308)).frequencies;
+  ASSERT_TRUE(std::isfinite(f.inv_freq[0]));
+  for (rope::table_mode m : {rope::table_mode::dense, rope::table_mode::compact})
+    expect_throw_naming<std::invalid_argument>(
+        [&] { (void)rope::table<float>::build(f, s.layout, 4, m); },
+        "inv_freq[0]=1e+308 times the last position 3 passes double's range");
+  rope::table_cache cache;
+  expect_throw_naming<std::invalid_argument>([&] { (void)cache.get<double>(f, s.layout, 1 << 20); },
+                                             "inv_freq[0]=");
+  EXPECT_EQ(cache.size(), 0u);
+  const auto one = rope::table<float>::build(f, s.layout, 1);
+  std::vector<float> x(64, 0.5f);
+  EXPECT_EQ(rope::apply<float>(*one, 0, x.data()), rope::status::ok);
+  for (float v : x) EXPECT_EQ(v, 0.5f);  // position 0: the identity
 }
 
 // rotary_dim is refused at table creation too (frequencies built by hand), and a refused request
@@ -367,6 +391,72 @@ TEST_F(HotPath, ApplyQkWritesNeitherWhenOneIsBad) {
                                   pos.data()),
             rope::status::position_out_of_range);
   for (float v : k) ASSERT_EQ(v, 0.5f);
+}
+
+// The positions array inside an output (here the bytes of a token's row): the kernels read
+// positions[t] after writing earlier tokens' rows, so a checked position could change before
+// its use. Refused, nothing written, for apply in and out of place, apply_qk and the
+// re-rotations; positions just past the output's last element are fine.
+TEST_F(HotPath, PositionsInsideAnOutputAreRefused) {
+  // One int64 block holds the output rows (as floats: the library never writes them here) and
+  // the positions; D = 64 floats are 32 int64s per row.
+  const std::ptrdiff_t rows = T * H, row64 = D / 2;
+  std::vector<std::int64_t> block(static_cast<std::size_t>(rows * row64 + 8), 0);
+  float* out_rows = reinterpret_cast<float*>(block.data());
+  auto out_v = rope::packed_heads(out_rows, T, H, D);
+  for (std::ptrdiff_t at : {std::ptrdiff_t{0}, row64 + 5, (rows - 1) * row64 + row64 - 1}) {
+    std::int64_t* p = block.data() + at;
+    for (std::ptrdiff_t t = 0; t < T && at + t < static_cast<std::ptrdiff_t>(block.size()); ++t) p[t] = t;
+    const std::vector<std::int64_t> before = block;
+    auto unchanged = [&] { return std::memcmp(block.data(), before.data(), block.size() * 8) == 0; };
+    EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_v, p), rope::status::overlapping_buffers) << at;
+    EXPECT_TRUE(unchanged()) << at;
+    EXPECT_EQ(rope::apply<float>(*tab, out_v, p), rope::status::overlapping_buffers) << at;
+    EXPECT_TRUE(unchanged()) << at;
+    std::vector<float> q(static_cast<std::size_t>(T * H * D), 0.5f);
+    EXPECT_EQ(rope::apply_qk<float>(*tab, rope::packed_heads(q.data(), T, H, D), out_v, p),
+              rope::status::overlapping_buffers) << at;
+    EXPECT_TRUE(unchanged()) << at;
+    for (float v : q) ASSERT_EQ(v, 0.5f);
+    const rope::frequencies f = tab->frequencies();
+    EXPECT_EQ(rope::shift_positions<float>(f, rope::layout::half_split, out_v, p, 1),
+              rope::status::overlapping_buffers) << at;
+    EXPECT_EQ(rope::rerotate<float>(f, f, rope::layout::half_split, in_view(), out_v, p),
+              rope::status::overlapping_buffers) << at;
+    EXPECT_TRUE(unchanged()) << at;
+    std::fill(block.begin(), block.end(), 0);
+  }
+  // Right after the last row: no shared byte.
+  std::int64_t* after = block.data() + rows * row64;
+  for (std::ptrdiff_t t = 0; t < T; ++t) after[t] = t;
+  EXPECT_EQ(rope::apply<float>(*tab, in_view(), out_v, after), rope::status::ok);
+}
+
+// rerotate / shift_positions: a frequency whose angles pass double's range below 2^32, or an
+// attention-factor ratio past it, is refused (bad_dimension, as other invalid frequencies
+// there), nothing written; 2^-10 below the limit is accepted.
+TEST_F(HotPath, RerotationAnglesOrRatioPastDoubleRangeAreRefused) {
+  rope::frequencies f = tab->frequencies();
+  auto keys = rope::packed_heads(in.data(), T, H, D);
+  f.inv_freq[1] = 0x1p990;
+  EXPECT_EQ(rope::shift_positions<float>(f, rope::layout::half_split, keys, pos.data(), 1),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::rerotate<float>(tab->frequencies(), f, rope::layout::half_split, in_view(),
+                                  out_view(), pos.data()),
+            rope::status::bad_dimension);
+  expect_in_untouched();
+  expect_out_untouched();
+  rope::frequencies from = tab->frequencies(), to = tab->frequencies();
+  from.attention_factor = 1e-300;
+  to.attention_factor = 1e300;
+  EXPECT_EQ(rope::rerotate<float>(from, to, rope::layout::half_split, in_view(), out_view(),
+                                  pos.data()),
+            rope::status::bad_dimension);
+  expect_out_untouched();
+  f.inv_freq[1] = 0x1p980;
+  EXPECT_EQ(rope::rerotate<float>(tab->frequencies(), f, rope::layout::half_split, in_view(),
+                                  out_view(), pos.data()),
+            rope::status::ok);
 }
 
 // shared/testing.md: a 16-bit result out of range is +-Inf with the right sign, never NaN.

@@ -135,6 +135,19 @@ bool overlap(const heads_view<A>& a, const heads_view<B>& b) noexcept {
   return a0 < b1 && b0 < a1;
 }
 
+/// True when the n positions share a byte with v's address range (its extent: conservative,
+/// the gaps between strided rows count). The kernels read positions[t] when they reach token t,
+/// after writing earlier tokens' rows: positions inside an output could change after the check.
+template <class T, class Pos>
+bool positions_overlap(const heads_view<T>& v, const Pos* positions, std::ptrdiff_t n) noexcept {
+  if (empty(v) || n <= 0) return false;
+  const auto v0 = reinterpret_cast<std::uintptr_t>(v.data);
+  const auto v1 = v0 + static_cast<std::uintptr_t>(extent(v)) * sizeof(T);
+  const auto p0 = reinterpret_cast<std::uintptr_t>(positions);
+  const auto p1 = p0 + static_cast<std::uintptr_t>(n) * sizeof(Pos);
+  return p0 < v1 && v0 < p1;
+}
+
 /// True when every row of v (token t, head h) starts at v.data + m * step bytes for some
 /// integer m: the head stride (with more than one head) and the token stride (with more than
 /// one token) are multiples of step.
@@ -490,6 +503,7 @@ status apply_views(const table<Real>& tab, const heads_view<TIn>& in, const head
   if (empty(in)) return status::ok;
   if (status st = check_positions(positions, in.n_tokens, tab.length()); st != status::ok)
     return st;
+  if (positions_overlap(out, positions, in.n_tokens)) return status::overlapping_buffers;
   run<Dim>(tab, make_job(in, out, positions), dir, rnd);
   return status::ok;
 }
@@ -511,6 +525,8 @@ status apply_qk_views(const table<Real>& tab, const heads_view<TIn>& q_in,
   const std::ptrdiff_t n = empty(q_in) ? (empty(k_in) ? 0 : k_in.n_tokens) : q_in.n_tokens;
   if (n == 0) return status::ok;
   if (status st = check_positions(positions, n, tab.length()); st != status::ok) return st;
+  if (positions_overlap(q_out, positions, n) || positions_overlap(k_out, positions, n))
+    return status::overlapping_buffers;
   if (!empty(q_in)) run<Dim>(tab, make_job(q_in, q_out, positions), dir, rnd);
   if (!empty(k_in)) run<Dim>(tab, make_job(k_in, k_out, positions), dir, rnd);
   return status::ok;

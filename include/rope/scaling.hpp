@@ -852,11 +852,13 @@ inline void cos_sin_of_difference(double q, double wb, double p, double wa, doub
   cos_sin_of_sum(hi, tail - (hi - sum), c, s);
 }
 
+/// Valid frequencies whose angles p * w_j stay finite for every position below 2^32 (and their
+/// differences too): each w_j below 2^990.
 inline bool frequencies_ok(const frequencies& f) noexcept {
   if (f.rotary_dim < 2 || f.rotary_dim % 2 != 0 || f.rotary_dim > max_rotary_dim) return false;
   if (f.inv_freq.size() != static_cast<std::size_t>(f.rotary_dim / 2)) return false;
   for (double w : f.inv_freq)
-    if (!(w >= 0.0) || !std::isfinite(w)) return false;
+    if (!(w >= 0.0) || !(w < 0x1p990)) return false;
   return f.attention_factor > 0.0 && std::isfinite(f.attention_factor);
 }
 
@@ -911,7 +913,8 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
   static_assert(Dim % 2 == 0 && Dim <= static_cast<std::size_t>(max_rotary_dim),
                 "Dim (the rotary dim) must be even and <= rope::max_rotary_dim");
   if (l != layout::interleaved && l != layout::half_split) return status::bad_option;
-  if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim)
+  if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim ||
+      !std::isfinite(to.attention_factor / from.attention_factor))
     return status::bad_dimension;
   if (Dim != 0 && static_cast<std::size_t>(to.rotary_dim) != Dim) return status::bad_dimension;
   if (status st = check_pair(in, out, to.rotary_dim); st != status::ok) return st;
@@ -923,6 +926,7 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
     if (p < 0 || p >= max_table_length || p + delta < 0 || p + delta >= max_table_length)
       return status::position_out_of_range;
   }
+  if (positions_overlap(out, positions, in.n_tokens)) return status::overlapping_buffers;
   const auto jb = make_job(in, out, positions);
   if (l == layout::interleaved)
     rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta);
@@ -942,9 +946,11 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
 /// head_dim) are untouched (copied out of place).
 ///
 /// noexcept, no allocation. Errors (nothing written): status::bad_option for a layout outside
-/// its enumeration (checked first); status::bad_dimension for invalid frequencies, different
-/// rotary dims, Dim != rotary_dim or head_dim < rotary_dim; status::position_out_of_range for a
-/// position < 0 or >= 2^32; and the view errors of rope::apply.
+/// its enumeration (checked first); status::bad_dimension for invalid frequencies (a frequency
+/// of 2^990 or more included: its angles would pass double's range; and an A_to / A_from past
+/// it), different rotary dims, Dim != rotary_dim or head_dim < rotary_dim;
+/// status::position_out_of_range for a position < 0 or >= 2^32; status::overlapping_buffers for
+/// positions inside the output; and the view errors of rope::apply.
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status rerotate(const frequencies& from, const frequencies& to, layout l,
                               heads_view<const T> in, heads_view<TOut> out,

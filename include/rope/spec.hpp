@@ -164,7 +164,7 @@ enum class status : unsigned char {
   null_pointer,           ///< a data or positions pointer is null while there is work to do
   bad_dimension,          ///< head_dim < rotary_dim, negative count, or Dim != table's rotary_dim
   bad_stride,             ///< head stride < head_dim, or rows that overlap each other
-  overlapping_buffers,    ///< in and out (or q and k) partially overlap
+  overlapping_buffers,    ///< in and out (or q and k) partially overlap, or positions in an output
   position_out_of_range,  ///< a position < 0 or >= the table's length
   bad_option,             ///< a direction, rounding or layout value outside its enumeration
 };
@@ -188,7 +188,7 @@ inline const char* message(status st) noexcept {
       return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
     case status::overlapping_buffers:
       return "invalid argument: two views share elements without being the same rows (in and out, "
-             "or q and k)";
+             "or q and k), or the positions lie inside an output";
     case status::position_out_of_range:
       return "out of range: a position is negative or not below the table's length";
     case status::bad_option:

@@ -167,6 +167,16 @@ inline void check_request(const frequencies& f, layout l, std::int64_t positions
   if (positions < 1 || positions > max_table_length)
     raise(error_kind::out_of_range,
           "positions=" + std::to_string(positions) + " must be in [1, 2^32]");
+  // Every angle p * w_j of the table (dense rows, or a compact table's coarse and fine angles,
+  // none beyond (positions - 1) * w_j) must be finite: cos and sin of an infinite angle are NaN.
+  // Finite frequencies can pass that only when absurdly large (a linear factor of 1e-308).
+  const double last = static_cast<double>(positions - 1);
+  for (std::size_t j = 0; j < f.inv_freq.size(); ++j)
+    if (!std::isfinite(last * f.inv_freq[j]))
+      raise(error_kind::invalid_argument,
+            "inv_freq[" + std::to_string(j) + "]=" + format_double(f.inv_freq[j]) +
+                " times the last position " + std::to_string(positions - 1) +
+                " passes double's range: the table's angles would not be finite");
 }
 
 inline void check_layout(layout l) {
