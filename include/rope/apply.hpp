@@ -24,8 +24,8 @@
 // position the table covers, because table entries are correctly formed in double (see
 // rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp). 16-bit outputs
 // (fp16, bf16, from any input type): within 1 ulp of the exact result correctly rounded, by a
-// correction from the table's low parts (rope/arch/scalar.hpp; bf16 down to 2^-35 r, within
-// 1 ulp + 6.4 * 2^-48 r below it).
+// correction from the table's low parts (rope/arch/scalar.hpp; fp16 for A r < 2^19, bf16 down
+// to 2^-35 r, within 1 ulp + 6.4 * 2^-48 r below it).
 #pragma once
 
 #include <atomic>

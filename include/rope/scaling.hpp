@@ -853,7 +853,7 @@ inline void cos_sin_of_difference(double q, double wb, double p, double wa, doub
 }
 
 /// Valid frequencies whose angles p * w_j stay finite for every position below 2^32 (and their
-/// differences too): each w_j below 2^990.
+/// differences too): each w_j below 2^990, a margin below 2^992.
 inline bool frequencies_ok(const frequencies& f) noexcept {
   if (f.rotary_dim < 2 || f.rotary_dim % 2 != 0 || f.rotary_dim > max_rotary_dim) return false;
   if (f.inv_freq.size() != static_cast<std::size_t>(f.rotary_dim / 2)) return false;
@@ -947,8 +947,8 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
 ///
 /// noexcept, no allocation. Errors (nothing written): status::bad_option for a layout outside
 /// its enumeration (checked first); status::bad_dimension for invalid frequencies (a frequency
-/// of 2^990 or more included: its angles would pass double's range; and an A_to / A_from past
-/// it), different rotary dims, Dim != rotary_dim or head_dim < rotary_dim;
+/// of 2^990 or more included: a margin below 2^992, where angles at positions up to 2^32 pass
+/// double's range; and an A_to / A_from past double's range), different rotary dims, Dim != rotary_dim or head_dim < rotary_dim;
 /// status::position_out_of_range for a position < 0 or >= 2^32; status::overlapping_buffers for
 /// positions inside the output; and the view errors of rope::apply.
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>

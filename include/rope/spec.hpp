@@ -162,7 +162,8 @@ inline frequencies default_frequencies(const spec& s) {
 enum class status : unsigned char {
   ok = 0,
   null_pointer,           ///< a data or positions pointer is null while there is work to do
-  bad_dimension,          ///< head_dim < rotary_dim, negative count, or Dim != table's rotary_dim
+  bad_dimension,          ///< head_dim < rotary_dim, negative count, Dim != table's rotary_dim,
+                          ///< or (rerotate, shift_positions) invalid frequencies
   bad_stride,             ///< head stride < head_dim, or rows that overlap each other
   overlapping_buffers,    ///< in and out (or q and k) partially overlap, or positions in an output
   position_out_of_range,  ///< a position < 0 or >= the table's length
@@ -182,8 +183,8 @@ inline const char* message(status st) noexcept {
     case status::ok: return "ok";
     case status::null_pointer: return "invalid argument: null pointer with a nonzero count";
     case status::bad_dimension:
-      return "invalid argument: head_dim < rotary_dim, a negative count, or Dim differs from the "
-             "table's rotary_dim";
+      return "invalid argument: head_dim < rotary_dim, a negative count, Dim differs from the "
+             "table's rotary_dim, or (rerotate, shift_positions) invalid frequencies";
     case status::bad_stride:
       return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
     case status::overlapping_buffers:

@@ -10,8 +10,8 @@
 // is exact, store rounds once, to nearest even. A float result bound for a 16-bit output also
 // takes a correction from the table's low parts (rope/arch/scalar.hpp), so that each output is
 // within 1 ulp of the exact result correctly rounded even where a pair cancels (fp16: every
-// output; bf16: every output above 2^-35 of its pair's norm r, and within 1 ulp + 6.4 * 2^-48 r
-// below it).
+// output of a pair with A r < 2^19, A the attention factor; bf16: every output above 2^-35 of
+// its pair's norm r, and within 1 ulp + 6.4 * 2^-48 r below it).
 //
 // Adopting another type with the same bits (Eigen::half, Eigen::bfloat16, _Float16, __bf16, an
 // engine's struct around a uint16_t): derive its traits from fp16_storage / bf16_storage, e.g.

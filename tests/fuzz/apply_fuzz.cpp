@@ -468,6 +468,22 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     ++rope_fuzz_outcomes[0];
     return;
   }
+  // A frequency so large that (length - 1) * w_j passes double's range (a fuzzed factor divides
+  // w_j up to 1e308) is refused too, naming it: the table's cos and sin would be NaN.
+  bool angles_finite = true;
+  for (double w : f.inv_freq)
+    angles_finite = angles_finite && std::isfinite(static_cast<double>(length - 1) * w);
+  if (!angles_finite) {
+    bool refused = false;
+    try {
+      (void)rope::table<R>::build(f, s.layout, length, mode);
+    } catch (const std::invalid_argument& e) {
+      refused = std::strstr(e.what(), "passes double's range") != nullptr;
+    }
+    FUZZ_CHECK(refused, s.rotary_dim, 1);
+    ++rope_fuzz_outcomes[0];
+    return;
+  }
 #endif
   const auto tab = get_table<R>(type_index, f, s, length, mode);
   const std::ptrdiff_t d = s.rotary_dim;
