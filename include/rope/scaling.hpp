@@ -948,9 +948,10 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
 /// noexcept, no allocation. Errors (nothing written): status::bad_option for a layout outside
 /// its enumeration (checked first); status::bad_dimension for invalid frequencies (a frequency
 /// of 2^990 or more included: a margin below 2^992, where angles at positions up to 2^32 pass
-/// double's range; and an A_to / A_from past double's range), different rotary dims, Dim != rotary_dim or head_dim < rotary_dim;
-/// status::position_out_of_range for a position < 0 or >= 2^32; status::overlapping_buffers for
-/// positions inside the output; and the view errors of rope::apply.
+/// double's range; and an A_to / A_from past double's range), different rotary dims,
+/// Dim != rotary_dim or head_dim < rotary_dim; status::position_out_of_range for a position < 0
+/// or >= 2^32; status::overlapping_buffers for positions inside the output; and the view errors
+/// of rope::apply.
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status rerotate(const frequencies& from, const frequencies& to, layout l,
                               heads_view<const T> in, heads_view<TOut> out,
