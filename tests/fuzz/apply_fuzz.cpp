@@ -453,34 +453,27 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   if (long_table == 2 && s.rotary_dim <= 64) length = (std::int64_t{1} << 31) + 2;
   if (length > 4200) mode = rope::table_mode::compact;
 #if ROPE_HAS_EXCEPTIONS
-  // An attention factor past R's range (a fuzzed scaling reaches 1e304) or below the smallest
-  // its entries hold to their bound is refused by the table build, naming it: a float table
-  // would hold infinities, or subnormal low parts.
-  if (f.attention_factor > static_cast<double>(std::numeric_limits<R>::max()) ||
-      f.attention_factor < rope::detail::min_attention_factor<R>()) {
-    bool refused = false;
-    try {
-      (void)rope::table<R>::build(f, s.layout, length, mode);
-    } catch (const std::invalid_argument& e) {
-      refused = std::strstr(e.what(), "attention_factor=") != nullptr;
-    }
-    FUZZ_CHECK(refused, s.rotary_dim, 0);
-    ++rope_fuzz_outcomes[0];
-    return;
-  }
-  // A frequency so large that (length - 1) * w_j passes double's range (a fuzzed factor divides
-  // w_j up to 1e308) is refused too, naming it: the table's cos and sin would be NaN.
+  // Requests the table build must refuse, with a message containing `needle`: an attention
+  // factor past R's range (a fuzzed scaling reaches 1e304) or below the smallest its entries
+  // hold to their bound (a float table would hold infinities, or subnormal low parts); a
+  // frequency so large that (length - 1) * w_j passes double's range (a fuzzed factor divides
+  // w_j up to 1e308: the table's cos and sin would be NaN).
   bool angles_finite = true;
   for (double w : f.inv_freq)
     angles_finite = angles_finite && std::isfinite(static_cast<double>(length - 1) * w);
-  if (!angles_finite) {
+  const char* needle =
+      f.attention_factor > static_cast<double>(std::numeric_limits<R>::max()) ||
+              f.attention_factor < rope::detail::min_attention_factor<R>()
+          ? "attention_factor="
+          : (angles_finite ? nullptr : "passes double's range");
+  if (needle != nullptr) {
     bool refused = false;
     try {
       (void)rope::table<R>::build(f, s.layout, length, mode);
     } catch (const std::invalid_argument& e) {
-      refused = std::strstr(e.what(), "passes double's range") != nullptr;
+      refused = std::strstr(e.what(), needle) != nullptr;
     }
-    FUZZ_CHECK(refused, s.rotary_dim, 1);
+    FUZZ_CHECK(refused, s.rotary_dim, angles_finite ? 0 : 1);
     ++rope_fuzz_outcomes[0];
     return;
   }
