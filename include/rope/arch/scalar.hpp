@@ -24,15 +24,14 @@
 // of an output below ~2^-12 r (tests/storage_test.cpp, inputs drawn to cancel: 209 ulp fp16 ->
 // fp16, 354 float -> fp16, thousands in bf16; uniform inputs: 5 ulp fp16 -> fp16). With the
 // correction the error is at most about 2 * 2^-24 |out| + 6.4 * 2^-48 r: within half a 16-bit
-// ulp, hence at most 1 ulp after rounding, for every fp16 output of a pair with r < 2^19
-// (r here the rotated pair's norm, A times the input's; fp16's spacing never drops below
-// 2^-24, and fp16 inputs stay below 2^16.5) and for every bf16
-// output above 2^-35 r; a bf16 output below 2^-35 r is within
-// 1 ulp + 6.4 * 2^-48 r (measured: 1 ulp down to 2^-42 r, 1 ulp + 2^-49.6 r deeper, on float
-// inputs searched to cancel, tests/storage_test.cpp). What remains is the double rounding
-// (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three more fmas and an add per
-// output: 16-bit rotations take 1.5-2x the time of the float result rounded once
-// (benchmarks/apply_bench). Non-finite values stay in their pair: a NaN input gives NaN (the
+// ulp, hence at most 1 ulp after rounding, for every fp16 output of a pair with r < 2^19 (r
+// here the rotated pair's norm, A times the input's; fp16's spacing never drops below 2^-24,
+// and fp16 inputs stay below 2^16.5) and for every bf16 output above 2^-35 r; a bf16 output
+// below 2^-35 r is within 1 ulp + 6.4 * 2^-48 r (measured: 1 ulp down to 2^-42 r, 1 ulp +
+// 2^-49.6 r deeper, on float inputs searched to cancel, tests/storage_test.cpp). What remains
+// is the double rounding (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three
+// more fmas and an add per output: 16-bit rotations take 1.5-2x the time of the float result
+// rounded once (benchmarks/apply_bench). Non-finite values stay in their pair: a NaN input gives NaN (the
 // vector paths match this path's bits for every result but a NaN's sign and payload); an
 // infinite input gives an infinite or NaN output (the float result alone gave +-Inf), and so
 // may a pair whose products pass float's range (|x| * A > ~3.4e38: only float and bf16 inputs
