@@ -31,14 +31,14 @@
 // 2^-49.6 r deeper, on float inputs searched to cancel, tests/storage_test.cpp). What remains
 // is the double rounding (float, then 16 bits): about 1 output in 10^4 is 1 ulp off. Three
 // more fmas and an add per output: 16-bit rotations take 1.5-2x the time of the float result
-// rounded once (benchmarks/apply_bench). Non-finite values stay in their pair: a NaN input gives NaN (the
-// vector paths match this path's bits for every result but a NaN's sign and payload); an
-// infinite input gives an infinite or NaN output (the float result alone gave +-Inf), and so
-// may a pair whose products pass float's range (|x| * A > ~3.4e38: only float and bf16 inputs
-// reach it). Keeping r where it is not finite cost 10-17% of the 16-bit time. Finite results
-// past the 16-bit range are +-Inf with the right sign. rope::rounding::fast drops the
-// correction (template argument Correct = false): the float result rounded once, as fast as
-// before it, and as far off where a pair cancels.
+// rounded once (benchmarks/apply_bench). Non-finite values stay in their pair: a NaN input gives
+// NaN (the vector paths match this path's bits for every result but a NaN's sign and payload); an
+// infinite input gives an infinite or NaN output (the float result alone gave +-Inf), and so may a
+// pair whose products pass float's range (|x| * A > ~3.4e38: only float and bf16 inputs reach it).
+// Keeping r where it is not finite cost 10-17% of the 16-bit time. Finite results past the 16-bit
+// range are +-Inf with the right sign. rope::rounding::fast drops the correction (template argument
+// Correct = false): the float result rounded once, as fast as before it, and as far off where a
+// pair cancels.
 #pragma once
 
 #include <cmath>
