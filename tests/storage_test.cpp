@@ -369,26 +369,12 @@ TEST(Accuracy16, FloatInBf16OutWithinOneUlp) {
 // pair the input is searched on float's own grid: x1 runs over up to 4096 floats next to
 // r cos(phi) and x0 is the float nearest x1 tan(phi), or a neighbour; the pair whose x0 c - x1 s
 // is smallest is kept. The reference rotation uses cos and sin of the table's exact angle
-// p * w_j (w_j the table's double frequency, split so that both products are exact in long
-// double; a long double product of p and w_j is off by up to 2^-49 rad at p < 2^16, which is
-// many bf16 ulps of a result at 2^-45 r). Asserted (rope/arch/scalar.hpp, "16-bit outputs"):
+// p * w_j (w_j the table's double frequency; oracle::cos_sin_of_product: a long double product
+// of p and w_j is off by up to 2^-49 rad at p < 2^16, which is many bf16 ulps of a result at
+// 2^-45 r). Asserted (rope/arch/scalar.hpp, "16-bit outputs"):
 // every fp16 output within 1 ulp; every bf16 output above 2^-35 r within 1 ulp, and every bf16
 // output within 1 ulp (of the exact value's binade) + 6.4 * 2^-48 r: the correction's own
 // error, more than half a bf16 ulp below ~2^-36 r. Printed: the bf16 error by depth.
-struct exact_angle {
-  ld c, s;
-};
-exact_angle cos_sin_exact(std::int64_t p, double w) {
-  int e;
-  const double m = std::frexp(w, &e);
-  const double w1 = std::ldexp(std::trunc(std::ldexp(m, 32)), e - 32);  // w's top 32 bits
-  const double w2 = w - w1;                                               // the other 21
-  const ld a1 = static_cast<ld>(p) * static_cast<ld>(w1);  // exact: 16 + 32 bits
-  const ld a2 = static_cast<ld>(p) * static_cast<ld>(w2);  // exact: 16 + 21 bits
-  return {std::cos(a1) * std::cos(a2) - std::sin(a1) * std::sin(a2),
-          std::sin(a1) * std::cos(a2) + std::cos(a1) * std::sin(a2)};
-}
-
 TEST(Accuracy16, FloatInDeepCancellationWithinItsBound) {
   const int T = 8, H = 2;
   long deep40 = 0, bf16_total = 0;
@@ -413,7 +399,7 @@ TEST(Accuracy16, FloatInDeepCancellationWithinItsBound) {
           for (std::size_t j = 0; j < P; ++j) {
             const std::size_t row = static_cast<std::size_t>((t * H + h) * D);
             const std::size_t i0 = row + oracle::first(l, j, P), i1 = row + oracle::second(l, j, P);
-            const exact_angle a = cos_sin_exact(pos[static_cast<std::size_t>(t)], w[j]);
+            const oracle::cos_sin a = oracle::cos_sin_of_product(pos[static_cast<std::size_t>(t)], w[j]);
             const double c = static_cast<double>(a.c), s = static_cast<double>(a.s);
             const double rho = std::ldexp(1.0 + static_cast<double>(gen() % 1024) / 1024.0,
                                           static_cast<int>(gen() % 16) - 4);
@@ -462,7 +448,7 @@ TEST(Accuracy16, FloatInDeepCancellationWithinItsBound) {
         fp16_max_ulp = std::max(fp16_max_ulp, uh);
         EXPECT_LE(uh, 1) << "fp16 D=" << D << " " << rope::to_string(l) << " k=" << k
                          << " exact=" << exact << " r=" << r;
-        // bf16: within 1 ulp above 2^-35 r; within 1 ulp + 2^-45 r everywhere.
+        // bf16: within 1 ulp above 2^-35 r; within 1 ulp + 6.4 * 2^-48 r everywhere.
         const std::uint16_t want_b = bits16(rope::storage_traits<rope::bfloat16>::store(
             static_cast<float>(round_ref(kBf16, exact))));
         const std::uint16_t got_b = bits16(out_b[k]);

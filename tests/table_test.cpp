@@ -110,13 +110,10 @@ TEST(Table, LowPartsCarryEntriesTo2ToMinus47) {
         const float* hi_only = tab->row(p, plain.data());
         for (std::size_t i = 0; i < 2 * m; ++i) ASSERT_EQ(r.hi[i], hi_only[i]) << p << " " << i;
         for (std::size_t j = 0; j < P; ++j) {
-          // p * w_j as a sum of two exact long double products (10 + 53 bits each): the
-          // rounded product alone is off by up to 2^-44 rad at p = 2^20.
-          const ld w = static_cast<ld>(f.inv_freq[j]);
-          const ld a1 = static_cast<ld>(p & ~std::int64_t{1023}) * w;
-          const ld a2 = static_cast<ld>(p & 1023) * w;
-          const ld c = 1.125L * (std::cos(a1) * std::cos(a2) - std::sin(a1) * std::sin(a2));
-          const ld s = 1.125L * (std::sin(a1) * std::cos(a2) + std::cos(a1) * std::sin(a2));
+          // cos and sin of the exact product p * w_j (oracle::cos_sin_of_product: the rounded
+          // product alone is off by up to 2^-44 rad at p = 2^20).
+          const oracle::cos_sin cs = oracle::cos_sin_of_product(p, f.inv_freq[j]);
+          const ld c = 1.125L * cs.c, s = 1.125L * cs.s;
           const std::size_t ic = l == rope::layout::interleaved ? 2 * j : j;
           const std::size_t is = l == rope::layout::interleaved ? m + 2 * j + 1 : m + j;
           // The low part is below half an ulp of its entry (hi is the entry rounded to float).
