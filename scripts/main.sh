@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh cmake make g++ libeigen3-dev libgtest-dev libbenchmark-dev
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DROPE_BUILD_TESTS=OFF
+# The options are set explicitly: build/release may have been configured by `cmake --preset
+# release` (the README's accuracy-table command), whose cache turns the benchmarks off.
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DROPE_BUILD_TESTS=OFF \
+  -DROPE_BUILD_BENCHMARKS=ON -DROPE_BUILD_EXAMPLES=ON
 cmake --build build/release -j"$(nproc)" --target quickstart apply_bench
 ./build/release/examples/quickstart
 # 500 benchmarks on an AVX-512 machine, the 20 decode-dispatch rows included (490 before the
