@@ -34,22 +34,24 @@ enum class layout : unsigned char {
   half_split = 2,
 };
 
-/// Forward rotation by +phi, or the inverse (transpose) rotation by -phi. Any other value is
-/// taken as forward (the hot path has no status for it; rope::rounding does the same). Both
-/// multiply by the table's attention factor A (the entries are A cos, A sin), so inverse after
-/// forward gives A^2 x on the rotated dims (rope-formulas 2.3); x itself only where A = 1.
+/// Forward rotation by +phi, or the inverse (transpose) rotation by -phi. Any other value (an
+/// integer cast to it) is refused with status::bad_option, nothing written. Both multiply by
+/// the table's attention factor A (the entries are A cos, A sin), so inverse after forward
+/// gives A^2 x on the rotated dims (rope-formulas 2.3); x itself only where A = 1.
 enum class direction : unsigned char { forward = 0, inverse = 1 };
 
 /// How a float result is stored into fp16 or bf16 (other outputs ignore it).
 ///  - accurate (default): with the table's low parts (rope/arch/scalar.hpp, "16-bit outputs"):
 ///    every output within 1 ulp of the exact result correctly rounded, and about 99.99% of
-///    them correctly rounded, also where a pair cancels (|out| << its pair's norm).
-///  - fast: the float result rounded once, to nearest even. 1.3-1.8x faster in place, up to 2x
-///    float -> fp16 at decode (benchmarks/apply_bench). Nearly as accurate on uniform inputs
-///    (tests/storage_test.cpp: 99.98% of fp16 outputs correctly rounded, at most 5 ulp off),
-///    but an output that cancels to 2^-k of its pair's norm is off by up to ~2^(k-11) fp16 ulps
-///    (2^(k-14) bf16): hundreds of ulps where a pair nearly cancels.
-/// Any other value is taken as accurate.
+///    them correctly rounded, also where a pair cancels (|out| << its pair's norm r); the
+///    limits: fp16 for pairs with A r < 2^19, bf16 above 2^-35 r (below it within 1 ulp +
+///    6.4 * 2^-48 r).
+///  - fast: the float result rounded once, to nearest even. 1.6-2.0x as fast in place, 1.0-2.1x
+///    out of place from float (Zen 5; benchmarks/apply_bench, the README's run). Nearly as
+///    accurate on uniform inputs (tests/storage_test.cpp: 99.98% of fp16 outputs correctly
+///    rounded, at most 5 ulp off), but an output that cancels to 2^-k of its pair's norm is off
+///    by up to ~2^(k-11) fp16 ulps (2^(k-14) bf16): hundreds of ulps where a pair nearly cancels.
+/// Any other value (an integer cast to it) is refused with status::bad_option, nothing written.
 enum class rounding : unsigned char { accurate = 0, fast = 1 };
 
 /// Largest rotary dimension the library accepts. The hot path keeps one table row on the stack
@@ -191,7 +193,8 @@ inline const char* message(status st) noexcept {
       return "invalid argument: two views share elements without being the same rows (in and out, "
              "or q and k), or the positions lie inside an output";
     case status::position_out_of_range:
-      return "out of range: a position is negative or not below the table's length";
+      return "out of range: a position is negative or not below the table's length "
+             "(rerotate, shift_positions: not below 2^32)";
     case status::bad_option:
       return "invalid argument: a rope::direction, rope::rounding or rope::layout value "
              "outside its enumeration";
