@@ -22,7 +22,11 @@
 // The type must be 2 bytes, trivially copyable and default constructible. Its traits then carry
 // `format`, which lets the vector kernels (rope/arch/*.hpp) convert with F16C / AVX-512 / NEON
 // instructions; the results are bitwise those of the scalar conversions below. A type with
-// traits of its own (compute_type, load, store, no `format`) works too, on the scalar path.
+// traits of its own (compute_type, load, store, no `format`) works too, on the scalar path, and
+// its results are the float result rounded by its own store: rounding::fast's accuracy, not
+// rounding::accurate's 1 ulp where a pair cancels (rope does not know its bits, so it cannot
+// add the low-part correction; an audit: 2 of 14,400 uniform outputs 1 ulp from rope::float16's).
+// Derive its traits from fp16_storage / bf16_storage instead where the bits are fp16 or bf16.
 //
 // Conversions (exact, tested on all 65536 bit patterns):
 //  - fp16 -> float and bf16 -> float are exact. An fp16 NaN becomes a quiet float NaN with the
