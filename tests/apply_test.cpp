@@ -552,4 +552,5 @@ TEST(OracleScaled, DoubleTablesWithAnAttentionFactorWithinBound) {
     }
   }
 }
+
 }  // namespace
