@@ -434,7 +434,8 @@ class table {
     const std::size_t P = pairs_;
     for (std::size_t j = 0; j < P; ++j) {
       const double c = combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])),
-                                     -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])), a);
+                                     -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])),
+                                     a);
       const double s = combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])),
                                      cc[j] * fs[j], std::fma(cc[j], fs[j], -(cc[j] * fs[j])), a);
       if (layout_ == layout::interleaved) {
