@@ -431,6 +431,89 @@ TEST(GroupedQuery, FusedQkvBufferInOneCall) {
   }
 }
 
+// The engine's step in one call: queries rotated in place in the fused float projection
+// [T, Hq + 2 Hk, D], keys rotated out of it into a 16-bit KV cache laid out head-major
+// [Hk][max_seq][D] at slots s0.. (out head stride max_seq * D). The same bits as two separate
+// calls; v and the cache outside the written rows untouched; a bad k output (one head too
+// many) refused before either q or the cache is written.
+template <class K16>
+void check_queries_in_place_keys_into_cache() {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    const std::ptrdiff_t T = 6, Hq = 8, Hk = 2, D = 128, row = (Hq + 2 * Hk) * D;
+    const std::ptrdiff_t max_seq = 64, s0 = 17;
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, l), 4096);
+    std::vector<std::int64_t> pos = {4095, 0, 17, 18, 19, 2000};
+    const auto qkv0 = random_vector<float>(static_cast<std::size_t>(T * row), 31);
+    std::vector<float> fused = qkv0, ref = qkv0;
+    const K16 canary = rope::storage_traits<K16>::store(-7.25f);
+    const auto cache_size = static_cast<std::size_t>(Hk * max_seq * D);
+    std::vector<K16> cache(cache_size, canary), cache_ref(cache_size, canary);
+    const rope::heads_view<const float> q_in{fused.data(), T, Hq, D, row, D};
+    const rope::heads_view<float> q_out{fused.data(), T, Hq, D, row, D};
+    const rope::heads_view<const float> k_in{fused.data() + Hq * D, T, Hk, D, row, D};
+    const rope::heads_view<K16> k_out{cache.data() + s0 * D, T, Hk, D, D, max_seq * D};
+
+    const rope::heads_view<K16> k_bad{cache.data() + s0 * D, T, Hk + 1, D, D, max_seq * D};
+    EXPECT_EQ(rope::apply_qk<float>(*tab, q_in, q_out, k_in, k_bad, pos.data()),
+              rope::status::bad_dimension);
+    EXPECT_EQ(0, std::memcmp(fused.data(), qkv0.data(), fused.size() * sizeof(float)));
+    for (const K16& c : cache) ASSERT_EQ(0, std::memcmp(&c, &canary, sizeof(K16))) << "cache written";
+
+    ASSERT_EQ(rope::apply_qk<float>(*tab, q_in, q_out, k_in, k_out, pos.data()), rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, Hq, D, row, D},
+                                 pos.data()),
+              rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(
+                  *tab, rope::heads_view<const float>{ref.data() + Hq * D, T, Hk, D, row, D},
+                  rope::heads_view<K16>{cache_ref.data() + s0 * D, T, Hk, D, D, max_seq * D},
+                  pos.data()),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(cache.data(), cache_ref.data(), cache_size * sizeof(K16)));
+    // Against the float64 2x2 rotation: within 1 ulp of the 16-bit result, and k rows only in
+    // the slots s0 .. s0 + T - 1 of each head.
+    const std::ptrdiff_t H = D / 2;
+    for (std::ptrdiff_t h = 0; h < Hk; ++h)
+      for (std::ptrdiff_t s = 0; s < max_seq; ++s)
+        for (std::ptrdiff_t i = 0; i < D; ++i) {
+          const K16 got = cache[static_cast<std::size_t>((h * max_seq + s) * D + i)];
+          const std::ptrdiff_t t = s - s0;
+          if (t < 0 || t >= T) {
+            ASSERT_EQ(0, std::memcmp(&got, &canary, sizeof(K16))) << "slot " << s << " written";
+            continue;
+          }
+          const std::ptrdiff_t j = l == rope::layout::interleaved ? i / 2 : i % H;
+          const std::ptrdiff_t a = l == rope::layout::interleaved ? 2 * j : j;
+          const std::ptrdiff_t b = l == rope::layout::interleaved ? 2 * j + 1 : j + H;
+          const float* k_row = qkv0.data() + t * row + (Hq + h) * D;
+          const double ang = static_cast<double>(pos[static_cast<std::size_t>(t)]) *
+                             std::pow(1e6, -2.0 * static_cast<double>(j) / static_cast<double>(D));
+          const double x = k_row[a], y = k_row[b];
+          const double want = i == a ? x * std::cos(ang) - y * std::sin(ang)
+                                     : y * std::cos(ang) + x * std::sin(ang);
+          // One ulp at the result: the next 16-bit value away from zero (sign-magnitude bits).
+          std::uint16_t bits = 0;
+          std::memcpy(&bits, &got, sizeof bits);
+          const auto next_bits = static_cast<std::uint16_t>(bits + 1u);
+          K16 next;
+          std::memcpy(&next, &next_bits, sizeof next);
+          const double g = static_cast<double>(rope::storage_traits<K16>::load(got));
+          const double ulp =
+              std::fabs(static_cast<double>(rope::storage_traits<K16>::load(next)) - g);
+          EXPECT_LE(std::fabs(g - want), ulp + 1e-12 * std::hypot(x, y))
+              << "head " << h << " slot " << s << " dim " << i;
+        }
+  }
+}
+
+TEST(GroupedQuery, QueriesInPlaceKeysIntoFp16CacheInOneCall) {
+  check_queries_in_place_keys_into_cache<rope::float16>();
+}
+
+TEST(GroupedQuery, QueriesInPlaceKeysIntoBf16CacheInOneCall) {
+  check_queries_in_place_keys_into_cache<rope::bfloat16>();
+}
+
 // GPT-NeoX's fused projection viewed as [T, H, 3, D]: per head q, k, v side by side, so q and
 // k have head stride 3D and token stride 3HD, and k's rows sit D after q's. They share no
 // element: apply_qk accepts them and equals two separate calls; v is untouched. A k view

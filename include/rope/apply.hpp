@@ -508,10 +508,10 @@ status apply_views(const table<Real>& tab, const heads_view<TIn>& in, const head
   return status::ok;
 }
 
-template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+template <std::size_t Dim, class Real, class TIn, class TQOut, class TKOut, class Pos>
 status apply_qk_views(const table<Real>& tab, const heads_view<TIn>& q_in,
-                      const heads_view<TOut>& q_out, const heads_view<TIn>& k_in,
-                      const heads_view<TOut>& k_out, const Pos* positions, direction dir,
+                      const heads_view<TQOut>& q_out, const heads_view<TIn>& k_in,
+                      const heads_view<TKOut>& k_out, const Pos* positions, direction dir,
                       rounding rnd) noexcept {
   if (status st = check_options(dir, rnd); st != status::ok) return st;
   if (status st = check_table<Dim>(tab); st != status::ok) return st;
@@ -557,11 +557,13 @@ template <class T, std::size_t Dim = dynamic, class Pos>
 }
 
 /// Queries and keys out of place (or in place per tensor when out is in). Every output must be
-/// disjoint from every other tensor except its own input (exact aliasing).
-template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+/// disjoint from every other tensor except its own input (exact aliasing). q and k may be
+/// written to different types: e.g. float queries rotated in place (q_out the rows of q_in) and
+/// keys rounded once into an fp16 or bf16 KV cache, both validated before either is written.
+template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Pos>
 [[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, const heads_view<const T>& q_in,
-                              const heads_view<TOut>& q_out, const heads_view<const T>& k_in,
-                              const heads_view<TOut>& k_out, const Pos* positions,
+                              const heads_view<TQOut>& q_out, const heads_view<const T>& k_in,
+                              const heads_view<TKOut>& k_out, const Pos* positions,
                               direction dir = direction::forward,
                               rounding rnd = rounding::accurate) noexcept {
   return detail::apply_qk_views<Dim>(tab, q_in, q_out, k_in, k_out, positions, dir, rnd);
