@@ -2,12 +2,13 @@
 //
 // A tiny attention layer with grouped-query heads (8 query heads share 2 key/value heads).
 // Prefill runs the prompt in one batch; decode then runs one token at a time. Each key is
-// rotated exactly once, at its own position, as it is written into the KV cache (rope::apply
+// rotated exactly once, at its own position, as it is written into the KV cache (rope::apply_qk
 // out of place, straight into the cache's storage type); the query of the new token is rotated
-// at its position; attention reads the cached keys as they are. Because a key's rotation
-// depends only on its own position, the cache never needs re-rotating, and decoding gives the
-// same outputs as recomputing the whole sequence from scratch. The example checks that, and
-// shows that an off-by-position bug (the new token rotated at position 0) is caught by it.
+// at its position in the same call; attention reads the cached keys as they are. Because a
+// key's rotation depends only on its own position, the cache never needs re-rotating, and
+// decoding gives the same outputs as recomputing the whole sequence from scratch. The example
+// checks that, and shows that an off-by-position bug (the new token rotated at position 0) is
+// caught by it.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,10 +17,11 @@
 #include <rope/rope.hpp>
 #include <vector>
 
-// The KV cache's element type: fp16, as engines store it. rope::apply computes each rotated key
-// in float (corrected by the table's low parts, so within 1 ulp) and rounds it once, to nearest
-// even, as it stores it into the cache (float in, fp16 out, one pass); attention reads it back through rope::storage_traits<kv_t>::load. Change this
-// line to rope::bfloat16 or float to see the same equality with another cache type.
+// The KV cache's element type: fp16, as engines store it. rope::apply_qk computes each rotated
+// key in float (corrected by the table's low parts, so within 1 ulp) and rounds it once, to
+// nearest even, as it stores it into the cache (float in, fp16 out, one pass); attention reads
+// it back through rope::storage_traits<kv_t>::load. Change this line to rope::bfloat16 or float
+// to see the same equality with another cache type.
 using kv_t = rope::float16;
 
 namespace {
@@ -99,11 +101,13 @@ std::vector<float> step(const layer& L, const rope::table<float>& tab, kv_cache&
   constexpr std::ptrdiff_t row = n_kv_heads * head_dim;
   // The n new tokens occupy consecutive cache slots from pos[0] (slot = position here).
   kv_t* k_slot = cache.k.data() + pos[0] * row;
-  if (rope::apply<float, head_dim>(tab, rope::packed_heads(q.data(), n, n_q_heads, head_dim),
-                                   rope_pos) != rope::status::ok ||
-      rope::apply<float, head_dim>(tab, rope::packed_heads(k.data(), n, n_kv_heads, head_dim),
-                                   rope::packed_heads(k_slot, n, n_kv_heads, head_dim),
-                                   rope_pos) != rope::status::ok)
+  // One call: the queries in place (q_out is q_in's rows), the keys into the cache; both are
+  // checked before either is written.
+  if (rope::apply_qk<float, head_dim>(
+          tab, rope::packed_heads<const float>(q.data(), n, n_q_heads, head_dim),
+          rope::packed_heads(q.data(), n, n_q_heads, head_dim),
+          rope::packed_heads<const float>(k.data(), n, n_kv_heads, head_dim),
+          rope::packed_heads(k_slot, n, n_kv_heads, head_dim), rope_pos) != rope::status::ok)
     std::abort();
   for (std::size_t i = 0; i < v.size(); ++i)
     cache.v[static_cast<std::size_t>(pos[0] * row) + i] = traits::store(v[i]);
