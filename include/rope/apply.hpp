@@ -20,7 +20,8 @@
 // fine. In place and out of
 // place give bitwise identical results. Alignment: none required.
 //
-// Accuracy (float): |out - exact| <= 3 * 2^-24 * r per element, r the pair's norm, at every
+// Accuracy (float): |out - exact| <= 3 * 2^-24 * r per element, r the pair's norm times the
+// table's attention factor (pairs of normal floats; README "Accuracy contract"), at every
 // position the table covers, because table entries are correctly formed in double (see
 // rope/table.hpp) and the kernel rounds at most twice (rope/arch/scalar.hpp). 16-bit outputs
 // (fp16, bf16, from any input type): within 1 ulp of the exact result correctly rounded, by a

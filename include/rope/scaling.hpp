@@ -399,22 +399,42 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
       const double pi = 3.141592653589793;
       const double dd = static_cast<double>(d);
       const double m0 = static_cast<double>(sc.original_max_position_embeddings);
+      // With truncate (the default) the ends are floor/ceil of c in double, as HF's, so they
+      // are the same integers. Without it (gpt-oss) they stay fractional and a rounding of c
+      // is amplified in w_j by 1 / (1 - r_j + r_j / s), about 20x at D = 64, s = 32 (an audit:
+      // w_17 17.5 ulps off the formula in double, double outputs 28-32x past their bound at
+      // p = 2^17..2^20), so c, the ramp and the blend are evaluated in long double, from
+      // theta_j before its rounding, and w_j rounded once (a long double as wide as double, as
+      // MSVC's, gives the double result). Pairs at r_j = 0 keep theta_j's bits.
+      using ld = long double;
       auto correction = [&](double n) {
         return dd * std::log(m0 / (n * 2 * pi)) / (2 * std::log(s.base));
       };
-      double lo = correction(sc.beta_fast), hi = correction(sc.beta_slow);
-      if (sc.truncate) {
-        lo = std::floor(lo);
-        hi = std::ceil(hi);
-      }
-      lo = std::max(lo, 0.0);
-      hi = std::min(hi, dd - 1);  // d - 1, not d/2 - 1: HF's (and ggml's) quirk, kept
-      if (hi == lo) hi += 0.001;
+      auto correction_ld = [&](double n) {
+        const ld pi_ld = 3.141592653589793238462643383279502884L;
+        return static_cast<ld>(dd) *
+               std::log(static_cast<ld>(m0) / (static_cast<ld>(n) * 2 * pi_ld)) /
+               (2 * std::log(static_cast<ld>(s.base)));
+      };
+      ld lo = sc.truncate ? static_cast<ld>(std::floor(correction(sc.beta_fast)))
+                          : correction_ld(sc.beta_fast);
+      ld hi = sc.truncate ? static_cast<ld>(std::ceil(correction(sc.beta_slow)))
+                          : correction_ld(sc.beta_slow);
+      lo = std::max(lo, static_cast<ld>(0));
+      hi = std::min(hi, static_cast<ld>(dd - 1));  // d - 1, not d/2 - 1: HF's (and ggml's) quirk
+      if (hi == lo) hi = static_cast<ld>(static_cast<double>(hi) + 0.001);
       for (std::size_t j = 0; j < pairs; ++j) {
-        const double ramp = std::min(std::max((static_cast<double>(j) - lo) / (hi - lo), 0.0), 1.0);
-        const double extrapolation = 1.0 - ramp;
-        // HF: interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
-        w[j] = (w[j] / sc.factor) * (1.0 - extrapolation) + w[j] * extrapolation;
+        const ld ramp =
+            std::min(std::max((static_cast<ld>(j) - lo) / (hi - lo), static_cast<ld>(0)),
+                     static_cast<ld>(1));
+        // HF: interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor,
+        // with extrapolation_factor = 1 - ramp.
+        // A factor that puts w_j / s past double's range is refused below, as in double.
+        const double interpolated = w[j] / sc.factor;
+        const ld wj = detail::default_inv_freq_ld(s.base, j, d);  // theta_j, not yet rounded
+        w[j] = !std::isfinite(interpolated)
+                   ? interpolated
+                   : static_cast<double>(wj / static_cast<ld>(sc.factor) * ramp + wj * (1 - ramp));
       }
       f.attention_factor = detail::yarn_attention_factor(sc);
       f.identity = {id,
@@ -429,7 +449,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                     sc.attention_factor ? 1.0 : 0.0,
                     sc.attention_factor.value_or(0.0)};
       f.description = "yarn:factor=" + detail::format_double(sc.factor) + ",ramp=[" +
-                      detail::format_double(lo) + "," + detail::format_double(hi) + "]";
+                      detail::format_double(static_cast<double>(lo)) + "," +
+                      detail::format_double(static_cast<double>(hi)) + "]";
       break;
     }
     case scaling_type::llama3: {
@@ -445,9 +466,17 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
           w[j] = theta / sc.factor;  // low frequencies: interpolated
           continue;
         }
-        const double smooth =
-            (m0 / wavelen - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
-        w[j] = (1 - smooth) * theta / sc.factor + smooth * theta;
+        // The bands are chosen in double, as HF does; the blend is evaluated in long double
+        // from theta_j before its rounding, and rounded once (as yarn's ramp, above: it was
+        // 1.7-2.0 ulps from the formula in double, where theta_j's rounding enters twice).
+        using ld = long double;
+        const ld pi_ld = 3.141592653589793238462643383279502884L;
+        const ld t = detail::default_inv_freq_ld(s.base, j, d);  // theta_j, not yet rounded
+        const ld smooth = (static_cast<ld>(m0) * t / (2 * pi_ld) - sc.low_freq_factor) /
+                          (static_cast<ld>(sc.high_freq_factor) - sc.low_freq_factor);
+        const double interpolated = theta / sc.factor;  // past double's range: refused below
+        const ld blend = (1 - smooth) * t / static_cast<ld>(sc.factor) + smooth * t;
+        w[j] = !std::isfinite(interpolated) ? interpolated : static_cast<double>(blend);
       }
       f.identity = {id, s.base, sc.factor, sc.low_freq_factor, sc.high_freq_factor, m0};
       f.description = "llama3:factor=" + detail::format_double(sc.factor);
