@@ -457,7 +457,8 @@ void check_queries_in_place_keys_into_cache() {
     EXPECT_EQ(rope::apply_qk<float>(*tab, q_in, q_out, k_in, k_bad, pos.data()),
               rope::status::bad_dimension);
     EXPECT_EQ(0, std::memcmp(fused.data(), qkv0.data(), fused.size() * sizeof(float)));
-    for (const K16& c : cache) ASSERT_EQ(0, std::memcmp(&c, &canary, sizeof(K16))) << "cache written";
+    for (const K16& c : cache)
+      ASSERT_EQ(0, std::memcmp(&c, &canary, sizeof(K16))) << "cache written";
 
     ASSERT_EQ(rope::apply_qk<float>(*tab, q_in, q_out, k_in, k_out, pos.data()), rope::status::ok);
     ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{ref.data(), T, Hq, D, row, D},
@@ -470,8 +471,8 @@ void check_queries_in_place_keys_into_cache() {
               rope::status::ok);
     EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
     EXPECT_EQ(0, std::memcmp(cache.data(), cache_ref.data(), cache_size * sizeof(K16)));
-    // Against the float64 2x2 rotation: within 1 ulp of the 16-bit result, and k rows only in
-    // the slots s0 .. s0 + T - 1 of each head.
+    // Against the long double 2x2 rotation by the table's angle (oracle::cos_sin_of_product):
+    // within 1 ulp of the 16-bit result, and k rows only in the slots s0 .. s0 + T - 1.
     const std::ptrdiff_t H = D / 2;
     for (std::ptrdiff_t h = 0; h < Hk; ++h)
       for (std::ptrdiff_t s = 0; s < max_seq; ++s)
@@ -486,11 +487,10 @@ void check_queries_in_place_keys_into_cache() {
           const std::ptrdiff_t a = l == rope::layout::interleaved ? 2 * j : j;
           const std::ptrdiff_t b = l == rope::layout::interleaved ? 2 * j + 1 : j + H;
           const float* k_row = qkv0.data() + t * row + (Hq + h) * D;
-          const double ang = static_cast<double>(pos[static_cast<std::size_t>(t)]) *
-                             std::pow(1e6, -2.0 * static_cast<double>(j) / static_cast<double>(D));
+          const oracle::cos_sin cs = oracle::cos_sin_of_product(
+              pos[static_cast<std::size_t>(t)], tab->inv_freq()[static_cast<std::size_t>(j)]);
           const double x = k_row[a], y = k_row[b];
-          const double want = i == a ? x * std::cos(ang) - y * std::sin(ang)
-                                     : y * std::cos(ang) + x * std::sin(ang);
+          const ld want = i == a ? x * cs.c - y * cs.s : y * cs.c + x * cs.s;
           // One ulp at the result: the next 16-bit value away from zero (sign-magnitude bits).
           std::uint16_t bits = 0;
           std::memcpy(&bits, &got, sizeof bits);

@@ -239,6 +239,9 @@ inline double longrope_attention_factor(const scaling& sc) {
                              std::log(static_cast<double>(sc.original_max_position_embeddings)));
 }
 
+/// pi in long double (yarn's correction range and llama3's blend, compute_frequencies).
+constexpr long double pi_ld = 3.141592653589793238462643383279502884L;
+
 /// b * g^(d/(d-2)), evaluated in long double and rounded once.
 inline double ntk_base(double base, long double g, int rotary_dim) {
   using ld = long double;
@@ -411,9 +414,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
         return dd * std::log(m0 / (n * 2 * pi)) / (2 * std::log(s.base));
       };
       auto correction_ld = [&](double n) {
-        const ld pi_ld = 3.141592653589793238462643383279502884L;
         return static_cast<ld>(dd) *
-               std::log(static_cast<ld>(m0) / (static_cast<ld>(n) * 2 * pi_ld)) /
+               std::log(static_cast<ld>(m0) / (static_cast<ld>(n) * 2 * detail::pi_ld)) /
                (2 * std::log(static_cast<ld>(s.base)));
       };
       ld lo = sc.truncate ? static_cast<ld>(std::floor(correction(sc.beta_fast)))
@@ -470,9 +472,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
         // from theta_j before its rounding, and rounded once (as yarn's ramp, above: it was
         // 1.7-2.0 ulps from the formula in double, where theta_j's rounding enters twice).
         using ld = long double;
-        const ld pi_ld = 3.141592653589793238462643383279502884L;
         const ld t = detail::default_inv_freq_ld(s.base, j, d);  // theta_j, not yet rounded
-        const ld smooth = (static_cast<ld>(m0) * t / (2 * pi_ld) - sc.low_freq_factor) /
+        const ld smooth = (static_cast<ld>(m0) * t / (2 * detail::pi_ld) - sc.low_freq_factor) /
                           (static_cast<ld>(sc.high_freq_factor) - sc.low_freq_factor);
         const double interpolated = theta / sc.factor;  // past double's range: refused below
         const ld blend = (1 - smooth) * t / static_cast<ld>(sc.factor) + smooth * t;
