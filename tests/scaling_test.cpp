@@ -409,6 +409,43 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
             rope::scaling_type::none);
 }
 
+// DeepSeek-V3's config.json (multi-head latent attention) has no head_dim, and hidden_size /
+// num_attention_heads = 7168 / 128 = 56 is not the rotated width: qk_rope_head_dim (64) is.
+TEST(FromConfig, MlaRotatesQkRopeHeadDim) {
+  rope::model_config cfg;
+  cfg.rope_theta = 10000;
+  cfg.hidden_size = 7168;
+  cfg.num_attention_heads = 128;
+  cfg.max_position_embeddings = 163840;
+  cfg.rope_scaling = {{"type", "yarn"},
+                      {"factor", 40},
+                      {"original_max_position_embeddings", 4096},
+                      {"beta_fast", 32},
+                      {"beta_slow", 1},
+                      {"mscale", 1.0},
+                      {"mscale_all_dim", 1.0}};
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::interleaved).spec.rotary_dim, 56);
+  cfg.qk_rope_head_dim = 64;
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
+  EXPECT_EQ(m.spec.head_dim, 64);
+  EXPECT_EQ(m.spec.rotary_dim, 64);
+  EXPECT_EQ(m.spec.layout, rope::layout::interleaved);
+  cfg.head_dim = 192;  // qk_nope_head_dim + qk_rope_head_dim: the rotated width stays 64
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::interleaved).spec.rotary_dim, 64);
+  const auto r = rope::compute_frequencies(m.spec, m.scaling);
+  EXPECT_EQ(r.frequencies.attention_factor, 1.0);  // mscale == mscale_all_dim
+  // w_j against the yarn formula at d = 64 in long double (truncated ramp ends: 10 and 23).
+  const auto theta = oracle::inv_freq(1e4, 64);
+  auto c = [](ld n) { return 64 * std::log(4096.0L / (n * 2 * kPi)) / (2 * std::log(1e4L)); };
+  const ld lo = std::floor(c(32)), hi = std::ceil(c(1));
+  ASSERT_EQ(r.frequencies.inv_freq.size(), theta.size());
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    const ld ramp = std::min(std::max((static_cast<ld>(j) - lo) / (hi - lo), 0.0L), 1.0L);
+    EXPECT_LE(ulps_off(r.frequencies.inv_freq[j], theta[j] * (1 - ramp + ramp / 40)), kMaxUlps)
+        << "j=" << j;
+  }
+}
+
 TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
   // Lists written inline, integers and bools as a JSON parser would hand them over.
   rope::model_config cfg;
@@ -657,6 +694,14 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
          c.hidden_size = 99;
          c.num_attention_heads = 3;
        }},
+      {"qk_rope_head_dim negative",
+       {},
+       "qk_rope_head_dim",
+       [](rope::model_config& c) { c.qk_rope_head_dim = -64; }},
+      {"odd qk_rope_head_dim",
+       {},
+       "qk_rope_head_dim=33",
+       [](rope::model_config& c) { c.qk_rope_head_dim = 33; }},
       {"ntk with rotary_dim 2",
        {{"rope_type", "ntk"}, {"factor", 2}},
        "rotary_dim",

@@ -603,6 +603,14 @@ struct model_config {
   /// short_factor, long_factor; v5 also puts rope_theta and partial_rotary_factor here (they
   /// then override the top-level fields). Other keys are ignored, as HF does.
   std::map<std::string, config_value> rope_scaling;
+  /// Multi-head latent attention (DeepSeek-V2/V3): qk_rope_head_dim, the width rotated in
+  /// each query/key head (64; the other qk_nope_head_dim dims are not rotated), or 0 = absent.
+  /// When > 0 it is the head dim RoPE sees, before head_dim and hidden_size /
+  /// num_attention_heads (HF's DeepSeek configs set head_dim to it; DeepSeek-V3 has no
+  /// head_dim, and 7168 / 128 = 56 would be wrong). View each head's rotated part as heads of
+  /// this width (DeepSeek: q_pe, the last 64 dims of each query head, and the one shared k_pe;
+  /// interleaved pairs, HF's rope_interleave). Last, so positional initialisers stay valid.
+  int qk_rope_head_dim = 0;
 };
 
 /// A model's spec (rotation) and scaling.
@@ -722,7 +730,8 @@ inline scaling_type parse_rope_type(const std::string& t) {
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
 /// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, beta_fast <=
 /// beta_slow, low_freq_factor >= high_freq_factor, a list of the wrong length or with an entry
-/// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions or base.
+/// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions (head_dim, qk_rope_head_dim,
+/// hidden_size / num_attention_heads) or base.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
@@ -752,7 +761,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
   if (!(theta > 1.0) || !std::isfinite(theta))
     detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
-  int head_dim = cfg.head_dim;
+  if (cfg.qk_rope_head_dim < 0)
+    detail::scaling_error("qk_rope_head_dim", std::to_string(cfg.qk_rope_head_dim),
+                          "must be positive (0 = absent)");
+  // The key a bad head dimension is reported under: the field it came from.
+  const char* head_key = cfg.qk_rope_head_dim > 0 ? "qk_rope_head_dim" : "head_dim";
+  int head_dim = cfg.qk_rope_head_dim > 0 ? cfg.qk_rope_head_dim : cfg.head_dim;
   if (head_dim == 0) {
     if (cfg.hidden_size <= 0 || cfg.num_attention_heads <= 0)
       detail::scaling_error("head_dim", "0",
@@ -762,14 +776,14 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     head_dim = cfg.hidden_size / cfg.num_attention_heads;
   }
   if (head_dim <= 0)
-    detail::scaling_error("head_dim", std::to_string(head_dim), "must be positive");
+    detail::scaling_error(head_key, std::to_string(head_dim), "must be positive");
   const double rho = keys.number("partial_rotary_factor").value_or(cfg.partial_rotary_factor);
   if (!(rho > 0.0) || !(rho <= 1.0))
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
   const double rd = std::floor(static_cast<double>(head_dim) * rho);  // HF: int(head_dim * rho)
   const int rotary_dim = static_cast<int>(rd);
   if ((rotary_dim < 2 || rotary_dim % 2 != 0) && rho == 1.0)  // the head dim itself is odd
-    detail::scaling_error("head_dim", std::to_string(head_dim),
+    detail::scaling_error(head_key, std::to_string(head_dim),
                           "gives rotary_dim=" + std::to_string(rotary_dim) +
                               " (partial_rotary_factor=1), which must be even and >= 2");
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
