@@ -14,6 +14,7 @@
 #include <rope/scaling.hpp>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "oracle.hpp"
@@ -858,11 +859,15 @@ std::vector<std::int64_t> rerotation_positions() {
 }
 
 // Largest |got - oracle| over every rotated element, in units of u * r * max(1, A), r the
-// pair's norm in x; the pass-through dims must be unchanged bit for bit.
-template <class T>
-ld max_error_vs_oracle(const std::vector<T>& x, const std::vector<T>& got, int heads, int D, int d,
-                       rope::layout l, const rope::frequencies& f,
+// pair's norm in x; the pass-through dims must be unchanged bit for bit. got may be stored in
+// another type than x (keys cached in fp16 or bf16).
+template <class T, class TG = T>
+ld max_error_vs_oracle(const std::vector<T>& x, const std::vector<TG>& got, int heads, int D,
+                       int d, rope::layout l, const rope::frequencies& f,
                        const std::vector<std::int64_t>& pos, std::int64_t delta, ld unit) {
+  auto value = [&](std::size_t k) {
+    return static_cast<ld>(rope::storage_traits<TG>::load(got[k]));
+  };
   const std::vector<ld> w = as_ld(f.inv_freq);
   const std::size_t P = static_cast<std::size_t>(d / 2);
   ld worst = 0;
@@ -876,11 +881,13 @@ ld max_error_vs_oracle(const std::vector<T>& x, const std::vector<T>& got, int h
         const std::size_t i0 = oracle::first(l, j, P), i1 = oracle::second(l, j, P);
         const ld r = std::hypot(static_cast<ld>(x[off + i0]), static_cast<ld>(x[off + i1])) *
                      std::max<ld>(1, f.attention_factor);
-        worst = std::max({worst, std::fabs(got[off + i0] - want[i0]) / (unit * r),
-                          std::fabs(got[off + i1] - want[i1]) / (unit * r)});
+        worst = std::max({worst, std::fabs(value(off + i0) - want[i0]) / (unit * r),
+                          std::fabs(value(off + i1) - want[i1]) / (unit * r)});
       }
-      for (std::size_t k = static_cast<std::size_t>(d); k < static_cast<std::size_t>(D); ++k)
-        EXPECT_EQ(std::memcmp(&got[off + k], &x[off + k], sizeof(T)), 0);
+      if constexpr (std::is_same<T, TG>::value) {
+        for (std::size_t k = static_cast<std::size_t>(d); k < static_cast<std::size_t>(D); ++k)
+          EXPECT_EQ(std::memcmp(&got[off + k], &x[off + k], sizeof(T)), 0);
+      }
     }
   return worst;
 }
@@ -972,6 +979,70 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
       }
     }
   }
+}
+
+// Keys cached in fp16 or bf16 (float keys rotated by rope::apply and rounded once, within 1 ulp)
+// and then re-rotated or shifted end within (1 + 2 sqrt 2) u r of the float keys rotated
+// exactly with the new frequencies at the new position (u = 2^-11 fp16, 2^-8 bf16; r as
+// above): the cached keys' own error (1 ulp <= 2 u r per member; the rotation keeps its norm,
+// sqrt 2 times that) and one more rounding. A cache re-rotated in 16-bit arithmetic would not
+// hold it.
+template <class T16>
+void sixteen_bit_cache_within_bound(const char* name, ld u) {
+  const int heads = 2;
+  ld worst = 0;
+  const ld bound = 1 + 2 * std::sqrt(2.0L);
+  for (rope::layout l : kLayouts) {
+    const rope::spec sp = rope::make_spec(128, 128, 1e4, l);
+    const auto pos = rerotation_positions();
+    const auto n = static_cast<std::ptrdiff_t>(pos.size());
+    std::mt19937 gen(23);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(pos.size() * heads * 128);
+    for (auto& v : x) v = dist(gen);
+    const auto xv = rope::heads_view<const float>(rope::packed_heads(x.data(), n, heads, 128));
+    auto cached = [&](const rope::frequencies& f) {
+      std::vector<T16> keys(x.size());
+      auto tab = rope::table<float>::build(f, l, std::int64_t{1} << 22, rope::table_mode::compact);
+      EXPECT_EQ(rope::apply<float>(*tab, xv, rope::packed_heads(keys.data(), n, heads, 128),
+                                   pos.data()),
+                rope::status::ok);
+      return keys;
+    };
+    for (const auto& tr : transitions(sp)) {
+      std::vector<T16> keys = cached(tr.from);
+      ASSERT_EQ(rope::rerotate<T16>(tr.from, tr.to, l,
+                                    rope::packed_heads(keys.data(), n, heads, 128), pos.data()),
+                rope::status::ok);
+      const ld err = max_error_vs_oracle(x, keys, heads, 128, 128, l, tr.to, pos, 0, u);
+      EXPECT_LE(err, bound) << name << " " << tr.name << " " << rope::to_string(l);
+      worst = std::max(worst, err);
+    }
+    const rope::frequencies f = transitions(sp)[4].to;  // yarn, A = 1 + 0.1 ln 4
+    for (std::int64_t delta : {std::int64_t{-1000}, std::int64_t{123457}}) {
+      std::vector<std::int64_t> shifted_pos;
+      for (std::int64_t p : pos) shifted_pos.push_back(p < 1000 ? p + 1000 : p);
+      std::vector<T16> keys(x.size());
+      auto tab = rope::table<float>::build(f, l, std::int64_t{1} << 22, rope::table_mode::compact);
+      ASSERT_EQ(rope::apply<float>(*tab, xv, rope::packed_heads(keys.data(), n, heads, 128),
+                                   shifted_pos.data()),
+                rope::status::ok);
+      ASSERT_EQ(rope::shift_positions<T16>(f, l, rope::packed_heads(keys.data(), n, heads, 128),
+                                           shifted_pos.data(), delta),
+                rope::status::ok);
+      const ld err = max_error_vs_oracle(x, keys, heads, 128, 128, l, f, shifted_pos, delta, u);
+      EXPECT_LE(err, bound) << name << " shift " << delta << " " << rope::to_string(l);
+      worst = std::max(worst, err);
+    }
+  }
+  std::printf("rerotate/shift_positions (%s cache): largest error %.3Lf * u * r * max(1, A) "
+              "(bound %.3Lf)\n",
+              name, worst, bound);
+}
+
+TEST(Rerotate, Fp16AndBf16CachesWithinTheirBound) {
+  sixteen_bit_cache_within_bound<rope::float16>("fp16", 0x1p-11L);
+  sixteen_bit_cache_within_bound<rope::bfloat16>("bf16", 0x1p-8L);
 }
 
 TEST(Rerotate, BadInputIsRefusedAndNothingWritten) {

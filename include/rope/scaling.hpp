@@ -986,8 +986,11 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
 /// factor), out of place or in place (out == in). The result equals rotating the original
 /// keys with `to` within 4 * 2^-24 * r (float; r the pair's norm times max(1, A_to)): the
 /// per-token angle q*w_to - p*w_from is formed in double-double, the magnitude is
-/// A_to / A_from, and the keys are rotated in double and rounded once. Dims [rotary_dim,
-/// head_dim) are untouched (copied out of place).
+/// A_to / A_from, and the keys are rotated in double and rounded once (fp16/bf16: through
+/// float, at most 2^-14 ulp past half an ulp). Keys cached in fp16 or bf16 by rope::apply
+/// (within 1 ulp) end within (1 + 2 sqrt 2) u r of the float keys rotated exactly with `to`
+/// (u = 2^-11 fp16, 2^-8 bf16): the cache's own error, kept in norm, plus one rounding.
+/// Dims [rotary_dim, head_dim) are untouched (copied out of place).
 ///
 /// noexcept, no allocation. Errors (nothing written): status::bad_option for a layout outside
 /// its enumeration (checked first); status::bad_dimension for invalid frequencies (a frequency
