@@ -471,6 +471,23 @@ void check_queries_in_place_keys_into_cache() {
               rope::status::ok);
     EXPECT_EQ(0, std::memcmp(fused.data(), ref.data(), fused.size() * sizeof(float)));
     EXPECT_EQ(0, std::memcmp(cache.data(), cache_ref.data(), cache_size * sizeof(K16)));
+    // The same calls from mutable input views, the storage type deduced: the same bits.
+    std::vector<float> fused_d = qkv0, ref_d = qkv0;
+    std::vector<K16> cache_d(cache_size, canary), cache_rd(cache_size, canary);
+    const rope::heads_view<float> q_d{fused_d.data(), T, Hq, D, row, D};
+    const rope::heads_view<float> k_d{fused_d.data() + Hq * D, T, Hk, D, row, D};
+    ASSERT_EQ(rope::apply_qk(*tab, q_d, q_d, k_d,
+                             rope::heads_view<K16>{cache_d.data() + s0 * D, T, Hk, D, D,
+                                                   max_seq * D},
+                             pos.data()),
+              rope::status::ok);
+    ASSERT_EQ(rope::apply(*tab, rope::heads_view<float>{ref_d.data() + Hq * D, T, Hk, D, row, D},
+                          rope::heads_view<K16>{cache_rd.data() + s0 * D, T, Hk, D, D, max_seq * D},
+                          pos.data()),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(fused_d.data(), fused.data(), fused.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(cache_d.data(), cache.data(), cache_size * sizeof(K16)));
+    EXPECT_EQ(0, std::memcmp(cache_rd.data(), cache.data(), cache_size * sizeof(K16)));
     // Against the long double 2x2 rotation by the table's angle (oracle::cos_sin_of_product):
     // within 1 ulp of the 16-bit result, and k rows only in the slots s0 .. s0 + T - 1.
     const std::ptrdiff_t H = D / 2;

@@ -549,6 +549,18 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
   return detail::apply_views<Dim>(tab, in, out, positions, dir, rnd);
 }
 
+/// Out of place from a mutable input view (heads_view<float>, not heads_view<const float>),
+/// its storage type deduced: `rope::apply(tab, in, out, positions)` is the call above with
+/// T = TIn. Name T to choose a compile-time Dim (`rope::apply<float, 128>`).
+template <class TIn, class TOut, class Pos,
+          std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
+[[nodiscard]] status apply(const table<compute_type_t<TIn>>& tab, const heads_view<TIn>& in,
+                           const heads_view<TOut>& out, const Pos* positions,
+                           direction dir = direction::forward,
+                           rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_views<dynamic>(tab, heads_view<const TIn>(in), out, positions, dir, rnd);
+}
+
 /// In place: rotates the rows of x, token t at positions[t].
 template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply(const table<compute_type_t<T>>& tab, const heads_view<T>& x,
@@ -568,6 +580,18 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
                               direction dir = direction::forward,
                               rounding rnd = rounding::accurate) noexcept {
   return detail::apply_qk_views<Dim>(tab, q_in, q_out, k_in, k_out, positions, dir, rnd);
+}
+
+/// Out of place from mutable input views, their storage type deduced (both inputs of one type).
+template <class TIn, class TQOut, class TKOut, class Pos,
+          std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
+[[nodiscard]] status apply_qk(const table<compute_type_t<TIn>>& tab, const heads_view<TIn>& q_in,
+                              const heads_view<TQOut>& q_out, const heads_view<TIn>& k_in,
+                              const heads_view<TKOut>& k_out, const Pos* positions,
+                              direction dir = direction::forward,
+                              rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_views<dynamic>(tab, heads_view<const TIn>(q_in), q_out,
+                                         heads_view<const TIn>(k_in), k_out, positions, dir, rnd);
 }
 
 /// Queries and keys of one batch in one call (grouped-query attention: their own head counts
