@@ -297,6 +297,69 @@ TEST(LongRope, ShortListIffSeqLenAtMostOriginalLength) {
             rope::compute_frequencies(sp, sc, 4097).choice);
 }
 
+// Every method's w_j within half an ulp of its formula evaluated in long double (0.51: the
+// rounding of a long double result to double can add 2^-11 ulp). In double, theta_j's own
+// rounding and the division's (or the NTK base's) put w_j up to 1.28 ulps off in this grid
+// (the shipped golden file P29's own w_j are up to 4 ulps off): double outputs at angles near
+// 10^6 carry that error times the angle. Yarn's and Llama 3's blends are held to 1.5 ulps above.
+TEST(Scaling, EveryMethodWithinHalfAnUlpOfItsFormula) {
+  const ld bound = kWideLongDouble ? 0.51L : 64.0L;
+  ld worst = 0;
+  auto check = [&](const std::vector<double>& got, const std::vector<ld>& want,
+                   const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      const ld u = ulps_off(got[j], want[j]);
+      worst = std::max(worst, u);
+      EXPECT_LE(u, bound) << what << " j=" << j;
+    }
+  };
+  for (int d : {20, 64, 96, 128})
+    for (double b : {1e4, 5e5, 1e6}) {
+      const rope::spec sp = spec(d, b);
+      const std::string at = " d=" + std::to_string(d) + " b=" + std::to_string(b);
+      const auto theta = oracle::inv_freq(b, d);
+      const std::size_t pairs = theta.size();
+      for (double s : {2.5, 3.0, 7.0, 40.0}) {
+        std::vector<ld> want(pairs);
+        for (std::size_t j = 0; j < pairs; ++j) want[j] = theta[j] / static_cast<ld>(s);
+        check(rope::compute_frequencies(sp, rope::scaling::linear_interpolation(s))
+                  .frequencies.inv_freq,
+              want, "linear s=" + std::to_string(s) + at);
+        // NTK: b' = b s^(d/(d-2)); dynamic at L = 3M with factor s: g = 3s - (s - 1).
+        for (auto [g, L] : {std::pair<ld, std::int64_t>{static_cast<ld>(s), 0},
+                            {3 * static_cast<ld>(s) - (static_cast<ld>(s) - 1), 3 * 4096}}) {
+          const ld base = static_cast<ld>(b) * std::pow(g, static_cast<ld>(d) / (d - 2));
+          for (std::size_t j = 0; j < pairs; ++j)
+            want[j] = std::pow(base, -static_cast<ld>(2 * j) / static_cast<ld>(d));
+          const rope::scaling sc =
+              L ? rope::scaling::dynamic_ntk(s, 4096) : rope::scaling::ntk_static(s);
+          check(rope::compute_frequencies(sp, sc, L).frequencies.inv_freq, want,
+                std::string(L ? "dynamic" : "ntk") + " s=" + std::to_string(s) + at);
+        }
+      }
+      const rope::scaling lr = longrope_example(pairs);
+      for (std::int64_t L : {std::int64_t{4096}, std::int64_t{4097}}) {
+        const auto& e = L > 4096 ? lr.long_factor : lr.short_factor;
+        std::vector<ld> want(pairs);
+        for (std::size_t j = 0; j < pairs; ++j) want[j] = theta[j] / static_cast<ld>(e[j]);
+        check(rope::compute_frequencies(sp, lr, L).frequencies.inv_freq, want,
+              "longrope L=" + std::to_string(L) + at);
+      }
+      // Llama 3's low band (wavelength past M0 / low_freq_factor): theta_j / s.
+      const auto l3 = rope::compute_frequencies(sp, rope::scaling::llama3_scaling(8, 1, 4, 8192));
+      for (std::size_t j = 0; j < pairs; ++j)
+        if (2 * kPi / theta[j] > 8192.0L) {
+          const ld u = ulps_off(l3.frequencies.inv_freq[j], theta[j] / 8);
+          worst = std::max(worst, u);
+          EXPECT_LE(u, bound) << "llama3 low band j=" << j << at;
+        }
+    }
+  std::printf("linear, ntk, dynamic, longrope, llama3 (low band): w_j at most %.3Lf ulps from "
+              "the formula\n",
+              worst);
+}
+
 TEST(Scaling, NoneIsExactlyTheDefault) {
   const rope::spec sp = spec(64, 1e4);
   const auto r = rope::compute_frequencies(sp, rope::scaling{});

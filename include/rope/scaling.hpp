@@ -242,11 +242,11 @@ inline double longrope_attention_factor(const scaling& sc) {
 /// pi in long double (yarn's correction range and llama3's blend, compute_frequencies).
 constexpr long double pi_ld = 3.141592653589793238462643383279502884L;
 
-/// b * g^(d/(d-2)), evaluated in long double and rounded once.
-inline double ntk_base(double base, long double g, int rotary_dim) {
+/// b * g^(d/(d-2)) in long double (the frequencies are formed from it before its rounding).
+inline long double ntk_base_ld(double base, long double g, int rotary_dim) {
   using ld = long double;
   const ld d = static_cast<ld>(rotary_dim);
-  return static_cast<double>(static_cast<ld>(base) * std::pow(g, d / (d - 2)));
+  return static_cast<ld>(base) * std::pow(g, d / (d - 2));
 }
 
 }  // namespace detail
@@ -364,7 +364,13 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
     case scaling_type::none:
       break;
     case scaling_type::linear:
-      for (double& v : w) v /= sc.factor;
+      // Every method divides or recomputes theta_j in long double before its rounding, and
+      // rounds w_j once: within half an ulp of its formula (in double, theta_j's rounding and
+      // the division's made about 1 ulp, and double outputs at large angles can then pass
+      // their bound against the formula; yarn's ramp, below, showed it up to 17.5 ulps).
+      for (std::size_t j = 0; j < pairs; ++j)
+        w[j] = static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
+                                   static_cast<long double>(sc.factor));
       f.identity = {id, s.base, sc.factor};
       f.description = "linear:factor=" + detail::format_double(sc.factor);
       break;
@@ -379,13 +385,15 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                 static_cast<long double>(m) -
             (static_cast<long double>(sc.factor) - 1.0L);
       }
-      const double b = detail::ntk_base(s.base, g, d);
+      const long double b_ld = detail::ntk_base_ld(s.base, g, d);
+      const double b = static_cast<double>(b_ld);
       if (!(b > 1.0) || !std::isfinite(b))
         detail::scaling_error("factor", detail::format_double(sc.factor),
                               std::string("gives the base ") + detail::format_double(b) +
                                   ", which must be finite and > 1 (" + to_string(sc.type) + ")");
       out.choice.effective_base = b;
-      for (std::size_t j = 0; j < pairs; ++j) w[j] = detail::default_inv_freq(b, j, d);
+      for (std::size_t j = 0; j < pairs; ++j)
+        w[j] = static_cast<double>(detail::default_inv_freq_ld(b_ld, j, d));
       if (sc.type == scaling_type::ntk) {
         f.identity = {id, s.base, sc.factor};
         f.description = "ntk:base=" + detail::format_double(b);
@@ -464,8 +472,9 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
         const double theta = w[j];
         const double wavelen = 2 * pi / theta;
         if (wavelen < high_wavelen) continue;  // high frequencies: unchanged
-        if (wavelen > low_wavelen) {
-          w[j] = theta / sc.factor;  // low frequencies: interpolated
+        if (wavelen > low_wavelen) {  // low frequencies: interpolated
+          w[j] = static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
+                                     static_cast<long double>(sc.factor));
           continue;
         }
         // The bands are chosen in double, as HF does; the blend is evaluated in long double
@@ -486,7 +495,9 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
     case scaling_type::longrope: {
       const bool use_long = seq_len > sc.original_max_position_embeddings;
       const std::vector<double>& e = use_long ? sc.long_factor : sc.short_factor;
-      for (std::size_t j = 0; j < pairs; ++j) w[j] /= e[j];
+      for (std::size_t j = 0; j < pairs; ++j)
+        w[j] = static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
+                                   static_cast<long double>(e[j]));
       f.attention_factor = detail::longrope_attention_factor(sc);
       out.choice.list = use_long ? factor_list::long_factors : factor_list::short_factors;
       out.choice.effective_seq_len = seq_len;

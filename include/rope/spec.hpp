@@ -139,9 +139,9 @@ namespace detail {
 /// 96, ...), and its rounding error is multiplied by ln(base) in the result: evaluating in
 /// long double (where available) keeps w_j within about half an ulp, so the angle p*w_j is off
 /// by no more than |p*w_j| * 2^-53.
-inline long double default_inv_freq_ld(double base, std::size_t j, int rotary_dim) {
+inline long double default_inv_freq_ld(long double base, std::size_t j, int rotary_dim) {
   using ld = long double;
-  return std::pow(static_cast<ld>(base), -static_cast<ld>(2 * j) / static_cast<ld>(rotary_dim));
+  return std::pow(base, -static_cast<ld>(2 * j) / static_cast<ld>(rotary_dim));
 }
 
 inline double default_inv_freq(double base, std::size_t j, int rotary_dim) {
