@@ -20,6 +20,7 @@ enum class rounding : unsigned char;
 enum class status : unsigned char;
 struct spec;
 struct frequencies;
+struct mrope_sections;
 
 // rope/storage.hpp (the default argument is given here, once)
 struct float16;

@@ -12,11 +12,13 @@
 // rope/storage.hpp  the storage-type customization point
 // rope/fwd.hpp      declarations of rope's types, for headers that only name them
 // rope/scaling.hpp  context extension: linear, NTK, dynamic NTK, YaRN, Llama 3.1, LongRoPE
+// rope/mrope.hpp    multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three positions a token
 #pragma once
 
 #include "rope/apply.hpp"
 #include "rope/config.hpp"
 #include "rope/fwd.hpp"
+#include "rope/mrope.hpp"
 #include "rope/scaling.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"

@@ -611,8 +611,9 @@ struct model_config {
   /// `rope_scaling` (v4) or `rope_parameters` (v5), key -> value; empty for plain RoPE. Keys:
   /// rope_type (alias: type), factor, original_max_position_embeddings, beta_fast, beta_slow,
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
-  /// short_factor, long_factor; v5 also puts rope_theta and partial_rotary_factor here (they
-  /// then override the top-level fields). Other keys are ignored, as HF does.
+  /// short_factor, long_factor, mrope_section, mrope_interleaved; v5 also puts rope_theta and
+  /// partial_rotary_factor here (they then override the top-level fields). Other keys are
+  /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies.
   std::map<std::string, config_value> rope_scaling;
   /// Multi-head latent attention (DeepSeek-V2/V3): qk_rope_head_dim, the width rotated in
   /// each query/key head (64; the other qk_nope_head_dim dims are not rotated), or 0 = absent.
@@ -624,10 +625,12 @@ struct model_config {
   int qk_rope_head_dim = 0;
 };
 
-/// A model's spec (rotation) and scaling.
+/// A model's spec (rotation) and scaling, and its M-RoPE sections (all zero unless the config
+/// has mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL; rope/mrope.hpp).
 struct scaled_spec {
   rope::spec spec;
   rope::scaling scaling;
+  rope::mrope_sections mrope;
 };
 
 namespace detail {
@@ -717,7 +720,7 @@ class scaling_keys {
 };
 
 inline scaling_type parse_rope_type(const std::string& t) {
-  if (t == "default") return scaling_type::none;
+  if (t == "default" || t == "mrope") return scaling_type::none;  // mrope: Qwen2-VL's alias
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
   if (t == "dynamic") return scaling_type::dynamic_ntk;
@@ -802,6 +805,32 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           "gives rotary_dim=int(" + std::to_string(head_dim) + " * rho)=" +
                               std::to_string(rotary_dim) + ", which must be even and >= 2");
   out.spec = make_spec(head_dim, rotary_dim, theta, l);
+  // M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three pair counts assigning every rotated pair.
+  if (const config_value* v = keys.find("mrope_section")) {
+    std::string text = detail::scaling_keys::kind_name(*v);
+    bool ok = v->type() == config_value::kind::list && v->list().size() == 3;
+    if (v->type() == config_value::kind::list) {
+      text = "[";
+      for (double e : v->list()) {
+        text += (text.size() > 1 ? "," : "") + detail::format_double(e);
+        ok = ok && e >= 0 && e <= max_rotary_dim && std::floor(e) == e;
+      }
+      text += "]";
+    }
+    if (!ok)
+      detail::scaling_error("mrope_section", text,
+                            "must be three pair counts (temporal, height, width): integers >= 0");
+    const auto& e = v->list();
+    out.mrope = {static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]),
+                 keys.boolean("mrope_interleaved").value_or(false)};
+    if (!detail::mrope_sections_match(out.mrope, rotary_dim))
+      detail::scaling_error("mrope_section", text,
+                            "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
+                                " pairs (their sum" +
+                                (out.mrope.interleaved
+                                     ? "; interleaved, height and width at most a third of them)"
+                                     : ")"));
+  }
   if (cfg.max_position_embeddings < 0)
     detail::scaling_error("max_position_embeddings", std::to_string(cfg.max_position_embeddings),
                           "must be positive (0 = absent)");

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdint>
 #include <string>
@@ -58,6 +59,18 @@ enum class rounding : unsigned char { accurate = 0, fast = 1 };
 /// for compact tables, so the bound is what makes that row's size known.
 inline constexpr int max_rotary_dim = 1024;
 
+/// M-RoPE (rope/mrope.hpp; Qwen2-VL, Qwen2.5-VL, Qwen3-VL): how many of the rotary_dim / 2
+/// pairs take each of a token's three positions (HF's mrope_section: temporal, height, width),
+/// in consecutive sections (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL's
+/// mrope_interleaved: pair j % 3 == 1 height, == 2 width, below 3 * height and 3 * width).
+/// All zero: not an M-RoPE model.
+struct mrope_sections {
+  int temporal = 0;          ///< pairs that take the temporal position (mrope_section[0])
+  int height = 0;            ///< pairs that take the height position (mrope_section[1])
+  int width = 0;             ///< pairs that take the width position (mrope_section[2])
+  bool interleaved = false;  ///< Qwen3-VL's mrope_interleaved
+};
+
 /// "interleaved", "half_split", or "unset" for a value that is neither.
 inline const char* to_string(layout l) noexcept {
   switch (l) {
@@ -90,6 +103,30 @@ inline void check_rotary_dim(int rotary_dim, int head_dim) {
     raise(error_kind::invalid_argument,
           "rotary_dim=" + std::to_string(rotary_dim) + " must be even, >= 2, <= head_dim (" +
               std::to_string(head_dim) + ") and <= " + std::to_string(max_rotary_dim));
+}
+
+/// The stream (0 temporal, 1 height, 2 width) of pair j.
+inline int mrope_stream(const mrope_sections& s, std::size_t j) noexcept {
+  if (s.interleaved) {
+    const std::size_t k = j % 3;
+    if (k == 1 && j < 3 * static_cast<std::size_t>(s.height)) return 1;
+    if (k == 2 && j < 3 * static_cast<std::size_t>(s.width)) return 2;
+    return 0;
+  }
+  if (j < static_cast<std::size_t>(s.temporal)) return 0;
+  if (j < static_cast<std::size_t>(s.temporal) + static_cast<std::size_t>(s.height)) return 1;
+  return 2;
+}
+
+/// Sections that assign exactly (temporal, height, width) of the rotary_dim / 2 pairs: their
+/// sum; interleaved, also height and width within the pairs j % 3 == 1 and j % 3 == 2 there
+/// are ((pairs + 1) / 3 and pairs / 3), so that mrope_stream gives each stream its count.
+/// O(1): it runs on every apply_mrope call (a loop over the pairs cost a decode call 60%).
+inline bool mrope_sections_match(const mrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
+  if (s.temporal < 0 || s.height < 0 || s.width < 0) return false;
+  const std::ptrdiff_t pairs = rotary_dim / 2;
+  if (static_cast<std::ptrdiff_t>(s.temporal) + s.height + s.width != pairs) return false;
+  return !s.interleaved || (s.height <= (pairs + 1) / 3 && s.width <= pairs / 3);
 }
 
 inline void check_base(double base) {

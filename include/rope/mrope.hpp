@@ -1,0 +1,205 @@
+// rope/mrope.hpp: multimodal RoPE (M-RoPE) of Qwen2-VL, Qwen2.5-VL and Qwen3-VL: each token has
+// three positions (temporal, height, width) and each rotated pair takes its angle from one of
+// them, chosen by the model's mrope_section.
+//
+//   const rope::mrope_sections sec{16, 24, 24};            // Qwen2-VL / Qwen2.5-VL, d = 128
+//   rope::status st = rope::apply_mrope<float>(*tab, sec, q_rows, pos_t, pos_h, pos_w);
+//
+// Pair j (frequency w_j of the table, as rope::apply) is rotated by p_k(t) * w_j, where k is
+// its stream:
+//   sections (Qwen2-VL, Qwen2.5-VL): j < t -> temporal, t <= j < t + h -> height, the rest width;
+//   interleaved (Qwen3-VL, mrope_interleaved): j % 3 == 1 and j < 3h -> height, j % 3 == 2 and
+//     j < 3w -> width, every other pair temporal.
+// (HF builds cos/sin per stream and splits their last dim by mrope_section * 2, chunk i taking
+// stream i % 3: the same pairs in its half_split layout.) A token whose three positions are
+// equal (every text token) is rotated exactly as rope::apply rotates it at that position, bit
+// for bit; runs of such tokens go through rope::apply's kernels (SIMD, at its speed). Tokens
+// with different positions (image and video tokens) go through the scalar kernel with a row
+// gathered from the three positions' table rows: the same arithmetic, the same accuracy
+// contract (README "Accuracy contract"), at the scalar kernel's speed.
+//
+// Hot path: noexcept, no allocation, no lock; everything is validated before the first write
+// (the errors of rope::apply, plus status::bad_dimension for sections that do not match the
+// table's rotary_dim / 2 pairs, and the position checks on all three streams).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "rope/apply.hpp"
+#include "rope/arch/scalar.hpp"
+#include "rope/config.hpp"
+#include "rope/spec.hpp"
+#include "rope/table.hpp"
+
+ROPE_BEGIN_NAMESPACE
+
+namespace detail {
+
+/// Tokens [t0, t1) of a validated job whose positions differ between streams: per token, the
+/// row is gathered pair by pair from the three positions' rows, then every head is rotated by
+/// the scalar kernel (rope/arch/scalar.hpp), as rope::apply's scalar path rotates a row.
+template <std::size_t Dim, layout L, bool Inverse, bool Correct, class Real, class TIn, class TOut,
+          class Pos>
+void mrope_gathered(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
+                    const Pos* const streams[3], const mrope_sections& sec, std::size_t t0,
+                    std::size_t t1) noexcept {
+  const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
+  const std::size_t m = L == layout::interleaved ? d : d / 2;
+  constexpr bool P = precise_store<Real, TOut>() && Correct;
+  constexpr std::size_t parts = P ? 4 : 2;
+  constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
+  // Each row entry's stream, once per call (an entry per element interleaved, per pair
+  // half-split). The three rows are read one after the other through one scratch row (a
+  // compact table forms them there; a dense one returns pointers into itself): with a run-time
+  // dim the stack holds two rows of 16 KB, not four.
+  unsigned char entry_stream[cap];
+  for (std::size_t i = 0; i < m; ++i)
+    entry_stream[i] =
+        static_cast<unsigned char>(mrope_stream(sec, L == layout::interleaved ? i / 2 : i));
+  alignas(64) Real scratch[parts * cap];
+  alignas(64) Real gathered[parts * cap];
+  const row_ptrs<Real> row{gathered, gathered + m, P ? gathered + 2 * m : nullptr,
+                           P ? gathered + 3 * m : nullptr};
+  for (std::size_t t = t0; t < t1; ++t) {
+    for (unsigned char k = 0; k < 3; ++k) {
+      const row_ptrs<Real> src =
+          fetch_row<P>(tab, static_cast<std::int64_t>(streams[k][t]), scratch, m);
+      for (std::size_t i = 0; i < m; ++i) {
+        if (entry_stream[i] != k) continue;
+        gathered[i] = src.c[i];
+        gathered[m + i] = src.s[i];
+        if constexpr (P) {
+          gathered[2 * m + i] = src.c_lo[i];
+          gathered[3 * m + i] = src.s_lo[i];
+        }
+      }
+    }
+    for (std::size_t h = 0; h < jb.n_heads; ++h) {
+      const TIn* in = jb.in + t * jb.in_token_stride + h * jb.in_head_stride;
+      TOut* out = jb.out + t * jb.out_token_stride + h * jb.out_head_stride;
+      if constexpr (std::is_same<TIn, TOut>::value) {
+        // In place: one pointer twice, so the compiler vectorizes with no alias check (as
+        // arch::scalar::run).
+        if (static_cast<const void*>(in) == static_cast<const void*>(out)) {
+          arch::scalar::rotate_row<Dim, L, Inverse, Correct>(out, out, row, d);
+          continue;
+        }
+      }
+      arch::scalar::rotate_row<Dim, L, Inverse, Correct>(in, out, row, d);
+      if (jb.copy_tail) copy_tail(in, out, d, jb.head_dim);
+    }
+  }
+}
+
+/// mrope_gathered with the layout, direction and rounding turned into template arguments. Out
+/// of line: its rows on the stack (32 KB with a run-time dim) stay off the text tokens' path.
+template <std::size_t Dim, bool Correct, class Real, class TIn, class TOut, class Pos>
+ROPE_NOINLINE void mrope_gathered_as(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
+                                     const Pos* const streams[3], const mrope_sections& sec,
+                                     std::size_t t0, std::size_t t1, direction dir) noexcept {
+  const bool inv = dir == direction::inverse;
+  if (tab.layout() == layout::interleaved) {
+    if (inv)
+      mrope_gathered<Dim, layout::interleaved, true, Correct>(tab, jb, streams, sec, t0, t1);
+    else
+      mrope_gathered<Dim, layout::interleaved, false, Correct>(tab, jb, streams, sec, t0, t1);
+  } else {
+    if (inv)
+      mrope_gathered<Dim, layout::half_split, true, Correct>(tab, jb, streams, sec, t0, t1);
+    else
+      mrope_gathered<Dim, layout::half_split, false, Correct>(tab, jb, streams, sec, t0, t1);
+  }
+}
+
+/// The job's tokens [t0, t1) as a job of their own (positions: the temporal stream's).
+template <class TIn, class TOut, class Pos>
+job<TIn, TOut, Pos> sub_job(const job<TIn, TOut, Pos>& jb, std::size_t t0,
+                            std::size_t t1) noexcept {
+  job<TIn, TOut, Pos> sub = jb;
+  sub.in = jb.in + t0 * jb.in_token_stride;
+  sub.out = jb.out + t0 * jb.out_token_stride;
+  sub.n_tokens = t1 - t0;
+  sub.positions = jb.positions + t0;
+  return sub;
+}
+
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+status apply_mrope_views(const table<Real>& tab, const mrope_sections& sec,
+                         const heads_view<TIn>& in, const heads_view<TOut>& out, const Pos* pos_t,
+                         const Pos* pos_h, const Pos* pos_w, direction dir, rounding rnd) noexcept {
+  if (status st = check_options(dir, rnd); st != status::ok) return st;
+  if (status st = check_table<Dim>(tab); st != status::ok) return st;
+  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
+  if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
+  if (empty(in)) return status::ok;
+  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
+  for (const Pos* p : streams) {
+    if (status st = check_positions(p, in.n_tokens, tab.length()); st != status::ok) return st;
+    if (positions_overlap(out, p, in.n_tokens)) return status::overlapping_buffers;
+  }
+  const auto jb = make_job(in, out, pos_t);
+  const std::size_t n = jb.n_tokens;
+  // Alternate runs: tokens whose three positions agree go to rope::apply's kernels, the others
+  // to the gathered rows.
+  std::size_t t = 0;
+  while (t < n) {
+    const auto agree = [&](std::size_t i) { return pos_t[i] == pos_h[i] && pos_t[i] == pos_w[i]; };
+    const bool same = agree(t);
+    std::size_t end = t + 1;
+    while (end < n && agree(end) == same) ++end;
+    if (same) {
+      run<Dim>(tab, sub_job(jb, t, end), dir, rnd);
+    } else if constexpr (precise_store<Real, TOut>()) {
+      if (rnd == rounding::fast)
+        mrope_gathered_as<Dim, false>(tab, jb, streams, sec, t, end, dir);
+      else
+        mrope_gathered_as<Dim, true>(tab, jb, streams, sec, t, end, dir);
+    } else {
+      mrope_gathered_as<Dim, true>(tab, jb, streams, sec, t, end, dir);
+    }
+    t = end;
+  }
+  return status::ok;
+}
+
+}  // namespace detail
+
+/// Rotates in -> out (out of place, or in place when out is the same rows as in) with M-RoPE:
+/// token t at positions pos_t[t] (temporal), pos_h[t] (height), pos_w[t] (width), each pair
+/// taking its stream's position by `sec` (above). HF's position_ids of shape [3, n_tokens] are
+/// pos_t = ids, pos_h = ids + n_tokens, pos_w = ids + 2 * n_tokens. The table is the model's
+/// plain (or scaled) table, as for rope::apply; the layout is the table's (HF's Qwen-VL code is
+/// half_split). Types, rounding and errors as rope::apply; sections that do not assign the
+/// table's rotary_dim / 2 pairs give status::bad_dimension, nothing written.
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status apply_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,
+                                 const heads_view<const T>& in, const heads_view<TOut>& out,
+                                 const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
+                                 direction dir = direction::forward,
+                                 rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<Dim>(tab, sec, in, out, pos_t, pos_h, pos_w, dir, rnd);
+}
+
+/// Out of place from a mutable input view, its storage type deduced (as rope::apply).
+template <class TIn, class TOut, class Pos, std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
+[[nodiscard]] status apply_mrope(const table<compute_type_t<TIn>>& tab, const mrope_sections& sec,
+                                 const heads_view<TIn>& in, const heads_view<TOut>& out,
+                                 const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
+                                 direction dir = direction::forward,
+                                 rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<dynamic>(tab, sec, heads_view<const TIn>(in), out, pos_t, pos_h,
+                                            pos_w, dir, rnd);
+}
+
+/// In place.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,
+                                 const heads_view<T>& x, const Pos* pos_t, const Pos* pos_h,
+                                 const Pos* pos_w, direction dir = direction::forward,
+                                 rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<Dim>(tab, sec, x, x, pos_t, pos_h, pos_w, dir, rnd);
+}
+
+ROPE_END_NAMESPACE  // rope

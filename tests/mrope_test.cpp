@@ -1,0 +1,335 @@
+// rope/mrope.hpp: M-RoPE against HF's construction of the per-pair stream (restated here from
+// Qwen2-VL's and Qwen3-VL's code, not from the library's), against a long double 2x2 rotation
+// of each pair at its stream's position, and bit for bit against rope::apply at that position;
+// text tokens (three equal positions) bit for bit as rope::apply; bad input refused with
+// nothing written; mrope_section read by from_config.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <rope/mrope.hpp>
+#include <rope/scaling.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "oracle.hpp"
+
+namespace {
+
+using ld = long double;
+constexpr rope::layout kLayouts[] = {rope::layout::interleaved, rope::layout::half_split};
+
+// HF's stream (0 temporal, 1 height, 2 width) of each of `pairs` pairs. Qwen2-VL: cos/sin of
+// width 2 * pairs (the frequencies twice) split by mrope_section * 2, chunk i taking stream
+// i % 3; pair j is element j's. Qwen3-VL (interleaved): start from temporal, then for stream
+// k = 1, 2 the elements k, k + 3, ... below 3 * section[k] take stream k.
+std::vector<int> hf_streams(const int section[3], bool interleaved, int pairs) {
+  std::vector<int> stream(static_cast<std::size_t>(pairs), 0);
+  if (interleaved) {
+    for (int k = 1; k <= 2; ++k)
+      for (int i = k; i < 3 * section[k] && i < pairs; i += 3)
+        stream[static_cast<std::size_t>(i)] = k;
+    return stream;
+  }
+  std::vector<int> element;  // stream of each of the 2 * pairs elements
+  for (int chunk = 0; chunk < 6; ++chunk)
+    for (int i = 0; i < section[chunk % 3]; ++i) element.push_back(chunk % 3);
+  EXPECT_EQ(element.size(), static_cast<std::size_t>(2 * pairs));
+  for (int j = 0; j < pairs; ++j)
+    stream[static_cast<std::size_t>(j)] = element[static_cast<std::size_t>(j)];
+  return stream;
+}
+
+struct model {
+  const char* name;
+  int head_dim;
+  int section[3];
+  bool interleaved;
+};
+// Qwen2-VL / Qwen2.5-VL (d = 128), Qwen3-VL (d = 128), and a small head with odd counts.
+const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, false},
+                         {"qwen3-vl", 128, {24, 20, 20}, true},
+                         {"small-sections", 40, {4, 7, 9}, false},
+                         {"small-interleaved", 40, {8, 6, 6}, true}};
+
+rope::mrope_sections sections_of(const model& m) {
+  return {m.section[0], m.section[1], m.section[2], m.interleaved};
+}
+
+// Three position streams for n tokens: runs of text tokens (three equal positions) around
+// image tokens (a frame's temporal index, row and column), as Qwen2-VL's get_rope_index.
+std::vector<std::int64_t> mixed_positions(std::size_t n, std::int64_t base, std::uint64_t seed) {
+  std::vector<std::int64_t> p(3 * n);
+  std::mt19937_64 gen(seed);
+  for (std::size_t t = 0; t < n; ++t) {
+    const bool text = t < 3 || (t >= 11 && t < 14) || t + 2 >= n;
+    const std::int64_t q = base + static_cast<std::int64_t>(gen() % 3000);
+    p[t] = q;
+    p[n + t] = text ? q : base + static_cast<std::int64_t>(gen() % 64);
+    p[2 * n + t] = text ? q : base + static_cast<std::int64_t>(gen() % 64);
+  }
+  return p;
+}
+
+template <class T>
+std::vector<T> random_rows(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<T> v(n);
+  for (auto& e : v) e = rope::storage_traits<T>::store(dist(gen));
+  return v;
+}
+
+// Every pair of every token's heads, bit for bit, equals rope::apply's result at its stream's
+// position (three rope::apply calls, one per stream); float outputs are also within the
+// README's 3 * 2^-24 * r of a long double rotation by the exact angle; dims past rotary_dim
+// are copied. Out of place and in place.
+template <class TOut>
+void check_model(const model& m, rope::layout l, rope::table_mode mode, rope::rounding rnd) {
+  const int D = m.head_dim, H = 3;
+  const int pairs = m.section[0] + m.section[1] + m.section[2];
+  const int d = 2 * pairs;
+  const std::size_t n = 20;
+  const std::int64_t base = mode == rope::table_mode::compact ? (std::int64_t{1} << 20) : 0;
+  auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(D, d, 1e6, l)), l,
+                                       base + 4096, mode);
+  const std::vector<std::int64_t> pos = mixed_positions(n, base, 7);
+  const std::int64_t* streams[3] = {pos.data(), pos.data() + n, pos.data() + 2 * n};
+  std::vector<float> x = random_rows<float>(n * H * static_cast<std::size_t>(D), 11);
+  const std::vector<int> stream = hf_streams(m.section, m.interleaved, pairs);
+  const std::size_t P = static_cast<std::size_t>(pairs);
+  // Head 1 of each token: pairs that cancel to delta in [2^-13, 2^-10] of their norm once
+  // rotated at their stream's position (R(-phi) (delta, 1)), where a 16-bit output depends
+  // on the table's low parts (rope/arch/scalar.hpp), which the gathered rows must carry too.
+  std::mt19937_64 gen(13);
+  std::uniform_real_distribution<double> delta(0x1p-13, 0x1p-10);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t j = 0; j < P; ++j) {
+      const std::size_t off = (t * static_cast<std::size_t>(H) + 1) * static_cast<std::size_t>(D);
+      const oracle::cos_sin cs =
+          oracle::cos_sin_of_product(streams[stream[j]][t], tab->inv_freq()[j]);
+      const ld e = delta(gen);
+      x[off + oracle::first(l, j, P)] = static_cast<float>(e * cs.c + cs.s);
+      x[off + oracle::second(l, j, P)] = static_cast<float>(cs.c - e * cs.s);
+    }
+  const auto xv =
+      rope::heads_view<const float>{x.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D};
+  auto out_view = [&](std::vector<TOut>& v) {
+    return rope::heads_view<TOut>{v.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D};
+  };
+  std::vector<TOut> got(x.size());
+  ASSERT_EQ(rope::apply_mrope<float>(*tab, sections_of(m), xv, out_view(got), streams[0],
+                                     streams[1], streams[2], rope::direction::forward, rnd),
+            rope::status::ok);
+  std::vector<TOut> by_stream[3];
+  for (int k = 0; k < 3; ++k) {
+    by_stream[k].resize(x.size());
+    ASSERT_EQ(rope::apply<float>(*tab, xv, out_view(by_stream[k]), streams[k],
+                                 rope::direction::forward, rnd),
+              rope::status::ok);
+  }
+  ld worst = 0;
+  const std::size_t heads = static_cast<std::size_t>(H);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t off = (t * heads + h) * static_cast<std::size_t>(D);
+      for (std::size_t j = 0; j < P; ++j) {
+        const int k = stream[j];
+        const std::size_t a = oracle::first(l, j, P), b = oracle::second(l, j, P);
+        for (std::size_t i : {a, b})
+          ASSERT_EQ(0, std::memcmp(&got[off + i], &by_stream[k][off + i], sizeof(TOut)))
+              << m.name << " " << rope::to_string(l) << " token " << t << " head " << h << " pair "
+              << j << " (stream " << k << ")";
+        if constexpr (std::is_same<TOut, float>::value) {
+          const oracle::cos_sin cs = oracle::cos_sin_of_product(streams[k][t], tab->inv_freq()[j]);
+          const ld u = x[off + a], v = x[off + b];
+          const ld r = std::hypot(u, v);
+          worst = std::max({worst, std::fabs(got[off + a] - (u * cs.c - v * cs.s)) / r,
+                            std::fabs(got[off + b] - (u * cs.s + v * cs.c)) / r});
+        }
+      }
+      for (std::size_t i = static_cast<std::size_t>(d); i < static_cast<std::size_t>(D); ++i)
+        EXPECT_EQ(0, std::memcmp(&got[off + i], &by_stream[0][off + i], sizeof(TOut)));
+    }
+  EXPECT_LE(worst, 3 * 0x1p-24L) << m.name;
+  // In place (float rows only): the same bits.
+  if constexpr (std::is_same<TOut, float>::value) {
+    std::vector<float> y = x;
+    ASSERT_EQ(rope::apply_mrope<float>(
+                  *tab, sections_of(m),
+                  rope::heads_view<float>{y.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D},
+                  streams[0], streams[1], streams[2]),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(y.data(), got.data(), y.size() * sizeof(float))) << m.name;
+  }
+}
+
+TEST(Mrope, EachPairAtItsStreamsPositionFloat) {
+  for (const model& m : kModels)
+    for (rope::layout l : kLayouts)
+      for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact})
+        check_model<float>(m, l, mode, rope::rounding::accurate);
+}
+
+TEST(Mrope, EachPairAtItsStreamsPositionFp16AndBf16Outputs) {
+  for (const model& m : kModels)
+    for (rope::layout l : kLayouts)
+      for (rope::rounding rnd : {rope::rounding::accurate, rope::rounding::fast}) {
+        check_model<rope::float16>(m, l, rope::table_mode::dense, rnd);
+        check_model<rope::bfloat16>(m, l, rope::table_mode::compact, rnd);
+      }
+}
+
+// Text tokens only (three equal positions): rope::apply's result bit for bit, both directions;
+// and the inverse undoes the forward M-RoPE to within a few units of float rounding.
+TEST(Mrope, TextTokensAreApplyBitForBitAndInverseUndoes) {
+  for (const model& m : kModels)
+    for (rope::layout l : kLayouts) {
+      const int D = m.head_dim, H = 2;
+      const int d = 2 * (m.section[0] + m.section[1] + m.section[2]);
+      auto tab = rope::get_table<float>(rope::make_spec(D, d, 1e4, l), 70000);
+      const std::ptrdiff_t n = 9;
+      std::vector<std::int32_t> pos = {0, 1, 2, 69999, 5, 5, 31, 4096, 65536};
+      const std::vector<float> x = random_rows<float>(static_cast<std::size_t>(n * H * D), 3);
+      for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
+        std::vector<float> a = x, b = x;
+        ASSERT_EQ(
+            rope::apply_mrope<float>(*tab, sections_of(m), rope::packed_heads(a.data(), n, H, D),
+                                     pos.data(), pos.data(), pos.data(), dir),
+            rope::status::ok);
+        ASSERT_EQ(rope::apply<float>(*tab, rope::packed_heads(b.data(), n, H, D), pos.data(), dir),
+                  rope::status::ok);
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << m.name;
+      }
+      // Image tokens: forward then inverse with the same streams.
+      const std::vector<std::int64_t> p3 = mixed_positions(static_cast<std::size_t>(n), 0, 5);
+      std::vector<float> y = x;
+      const auto yv = rope::packed_heads(y.data(), n, H, D);
+      for (rope::direction dir : {rope::direction::forward, rope::direction::inverse})
+        ASSERT_EQ(rope::apply_mrope<float>(*tab, sections_of(m), yv, p3.data(), p3.data() + n,
+                                           p3.data() + 2 * n, dir),
+                  rope::status::ok);
+      for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 12 * 0x1p-24) << i;
+    }
+}
+
+// apply_mrope accepts exactly the sections under which HF's construction gives each stream
+// its count of pairs (every split of 1..70 pairs, both kinds): checked on an empty view, so
+// nothing but the sections is looked at.
+TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
+  int accepted = 0;
+  for (int pairs = 1; pairs <= 70; ++pairs) {
+    auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(
+                                             2 * pairs, 2 * pairs, 1e4, rope::layout::half_split)),
+                                         rope::layout::half_split, 1);
+    const rope::heads_view<float> none{nullptr, 0, 1, 2 * pairs, 2 * pairs, 2 * pairs};
+    const std::int64_t p = 0;
+    for (int h = 0; h <= pairs; ++h)
+      for (int w = 0; w + h <= pairs; ++w)
+        for (bool interleaved : {false, true}) {
+          const int section[3] = {pairs - h - w, h, w};
+          int count[3] = {0, 0, 0};
+          for (int k : hf_streams(section, interleaved, pairs)) ++count[k];
+          const bool want = count[0] == section[0] && count[1] == h && count[2] == w;
+          const rope::status st = rope::apply_mrope<float>(
+              *tab, rope::mrope_sections{section[0], h, w, interleaved}, none, &p, &p, &p);
+          ASSERT_EQ(st, want ? rope::status::ok : rope::status::bad_dimension)
+              << pairs << " pairs: " << section[0] << "," << h << "," << w
+              << (interleaved ? " interleaved" : "");
+          accepted += want;
+        }
+  }
+  EXPECT_GT(accepted, 60000);
+}
+
+TEST(Mrope, BadInputIsRefusedAndNothingWritten) {
+  const int D = 128;
+  auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, rope::layout::half_split), 1024);
+  const std::ptrdiff_t n = 4;
+  std::vector<float> x(static_cast<std::size_t>(n * D), 0.25f);
+  const std::vector<float> canary = x;
+  const auto v = rope::packed_heads(x.data(), n, 1, D);
+  std::vector<std::int64_t> pt = {0, 1, 2, 3}, ph = {0, 1, 2, 3}, pw = {0, 5, 6, 3};
+  const rope::mrope_sections ok{16, 24, 24, false};
+  auto call = [&](const rope::mrope_sections& s, const std::int64_t* h, const std::int64_t* w) {
+    return rope::apply_mrope<float>(*tab, s, v, pt.data(), h, w);
+  };
+  EXPECT_EQ(call({16, 24, 23, false}, ph.data(), pw.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call({16, 24, 25, false}, ph.data(), pw.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call({-1, 41, 24, false}, ph.data(), pw.data()), rope::status::bad_dimension);
+  // Interleaved: 30 height pairs need pairs up to 3 * 30 - 2 = 88 of 64.
+  EXPECT_EQ(call({4, 30, 30, true}, ph.data(), pw.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call(ok, ph.data(), nullptr), rope::status::null_pointer);
+  pw[2] = 1024;  // past the table, in the width stream only
+  EXPECT_EQ(call(ok, ph.data(), pw.data()), rope::status::position_out_of_range);
+  pw[2] = 6;
+  ph[1] = -1;
+  EXPECT_EQ(call(ok, ph.data(), pw.data()), rope::status::position_out_of_range);
+  ph[1] = 1;
+  EXPECT_EQ((rope::apply_mrope<float, 64>(*tab, ok, v, pt.data(), ph.data(), pw.data())),
+            rope::status::bad_dimension);
+  EXPECT_EQ(rope::apply_mrope<float>(*tab, ok, v, pt.data(), ph.data(), pw.data(),
+                                     static_cast<rope::direction>(9)),
+            rope::status::bad_option);
+  EXPECT_EQ(x, canary);
+  // A position stream inside the output rows.
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n * D / 2), 0);
+  const auto rv = rope::heads_view<float>{reinterpret_cast<float*>(rows.data()), n, 1, D, D, D};
+  EXPECT_EQ(rope::apply_mrope<float>(*tab, ok, rv, pt.data(), rows.data() + 3, pw.data()),
+            rope::status::overlapping_buffers);
+  for (std::int64_t r : rows) EXPECT_EQ(r, 0);
+  // The same call with good input writes.
+  EXPECT_EQ(call(ok, ph.data(), pw.data()), rope::status::ok);
+  EXPECT_NE(x, canary);
+}
+
+rope::model_config qwen_vl() {
+  rope::model_config cfg;
+  cfg.rope_theta = 1e6;
+  cfg.hidden_size = 3584;
+  cfg.num_attention_heads = 28;  // head_dim 128
+  cfg.max_position_embeddings = 128000;
+  return cfg;
+}
+
+TEST(Mrope, FromConfigReadsTheSections) {
+  rope::model_config cfg = qwen_vl();
+  cfg.rope_scaling = {{"type", "mrope"}, {"mrope_section", {16, 24, 24}}};  // Qwen2-VL
+  rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::none);
+  EXPECT_EQ(m.mrope.temporal, 16);
+  EXPECT_EQ(m.mrope.height, 24);
+  EXPECT_EQ(m.mrope.width, 24);
+  EXPECT_FALSE(m.mrope.interleaved);
+  cfg.rope_scaling = {{"rope_type", "default"},  // Qwen3-VL
+                      {"mrope_section", {24, 20, 20}},
+                      {"mrope_interleaved", true}};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.mrope.temporal, 24);
+  EXPECT_TRUE(m.mrope.interleaved);
+  cfg.rope_scaling = {};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.mrope.temporal + m.mrope.height + m.mrope.width, 0);
+#if ROPE_HAS_EXCEPTIONS
+  for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
+           {{"mrope_section", {16, 24, 23}}},
+           {{"mrope_section", {16, 48}}},
+           {{"mrope_section", {16.5, 23.5, 24}}},
+           {{"mrope_section", 64}},
+           {{"mrope_section", {4, 30, 30}}, {"mrope_interleaved", true}},
+           {{"mrope_section", {16, 24, 24}}, {"mrope_interleaved", 1}}}) {
+    cfg.rope_scaling = bad;
+    try {
+      (void)rope::from_config(cfg, rope::layout::half_split);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("mrope_"), std::string::npos) << e.what();
+    }
+  }
+#endif
+}
+
+}  // namespace
