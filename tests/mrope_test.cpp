@@ -5,6 +5,7 @@
 // nothing written; mrope_section read by from_config.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -214,6 +215,122 @@ TEST(Mrope, TextTokensAreApplyBitForBitAndInverseUndoes) {
                   rope::status::ok);
       for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 12 * 0x1p-24) << i;
     }
+}
+
+// Random calls: head and rotary dims (run-time and two compile-time), both layouts, padded,
+// head-major and offset rows, in place and out of place (float and bf16 outputs), sections
+// valid or not, positions in range or one out of range in one stream. A call either returns
+// the error its input calls for with every byte of the buffers (padding included) unchanged,
+// or succeeds with each pair of each row bit for bit rope::apply's at its stream's position,
+// the padding and the gaps untouched. (ASan and UBSan run this too: the asan preset.)
+template <class TOut, std::size_t Dim>
+void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
+  auto pick = [&](int n) { return static_cast<int>(gen() % static_cast<std::uint64_t>(n)); };
+  const int heads[] = {40, 64, 72, 128, 136};
+  const int D = Dim ? static_cast<int>(Dim) + 2 * pick(3) : heads[pick(5)];
+  const int d = Dim ? static_cast<int>(Dim) : 2 * (2 + pick(D / 2 - 1));
+  const rope::layout l = kLayouts[pick(2)];
+  const int pairs = d / 2;
+  const bool interleaved = pick(2) == 1;
+  int h = pick(interleaved ? (pairs + 1) / 3 + 1 : pairs + 1);
+  int w = pick(interleaved ? pairs / 3 + 1 : pairs - h + 1);
+  if (h + w > pairs) w = pairs - h;
+  rope::mrope_sections sec{pairs - h - w, h, w, interleaved};
+  const int mistake = pick(6);  // 0: bad sections, 1: a position out of range, else valid
+  if (mistake == 0) sec.temporal += pick(2) ? 1 : -1;
+  const std::ptrdiff_t n = 1 + pick(12), H = 1 + pick(3);
+  const std::ptrdiff_t pad = pick(3), offset = pick(5);
+  const bool head_major = pick(3) == 0;
+  const std::ptrdiff_t hs = head_major ? n * (D + pad) : D + pad;
+  const std::ptrdiff_t ts = head_major ? D + pad : H * (D + pad) + pad;
+  const std::size_t size = static_cast<std::size_t>(offset + H * n * (D + pad) + n * pad + D);
+  const std::int64_t length = 1000;
+  auto tab = rope::get_table<float>(rope::make_spec(D, d, 1e4, l), length);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(3 * n));
+  for (auto& p : pos) p = pick(3) == 0 ? pick(3) : pick(static_cast<int>(length));
+  // The first position past the table (a cached table may be longer than asked for).
+  if (mistake == 1) pos[static_cast<std::size_t>(pick(static_cast<int>(3 * n)))] = tab->length();
+  const std::int64_t* st[3] = {pos.data(), pos.data() + n, pos.data() + 2 * n};
+  std::vector<float> x = random_rows<float>(size, gen());
+  const bool in_place = std::is_same<TOut, float>::value && pick(2) == 0;
+  const rope::heads_view<float> xv{x.data() + offset, n, H, D, ts, hs};
+  std::vector<TOut> out(size, rope::storage_traits<TOut>::store(-3.5f));
+  const rope::heads_view<TOut> ov{out.data() + offset, n, H, D, ts, hs};
+  const std::vector<float> x0 = x;
+  const std::vector<TOut> out0 = out;
+  rope::status got;
+  if constexpr (std::is_same<TOut, float>::value) {
+    got = in_place ? rope::apply_mrope<float, Dim>(*tab, sec, xv, st[0], st[1], st[2])
+                   : rope::apply_mrope<float, Dim>(*tab, sec, rope::heads_view<const float>(xv), ov,
+                                                   st[0], st[1], st[2]);
+  } else {
+    got = rope::apply_mrope<float, Dim>(*tab, sec, rope::heads_view<const float>(xv), ov, st[0],
+                                        st[1], st[2]);
+  }
+  const rope::status want = mistake == 0   ? rope::status::bad_dimension
+                            : mistake == 1 ? rope::status::position_out_of_range
+                                           : rope::status::ok;
+  ASSERT_EQ(got, want) << "D=" << D << " d=" << d << " sections " << sec.temporal << ","
+                       << sec.height << "," << sec.width << (interleaved ? " interleaved" : "");
+  if (got != rope::status::ok) {
+    ++calls_refused;
+    ASSERT_EQ(0, std::memcmp(x.data(), x0.data(), size * sizeof(float)));
+    ASSERT_EQ(0, std::memcmp(out.data(), out0.data(), size * sizeof(TOut)));
+    return;
+  }
+  ++calls_ok;
+  // The reference: rope::apply at each stream's positions, out of place into copies.
+  std::vector<TOut> ref[3];
+  const std::vector<int> stream =
+      hf_streams(std::array<int, 3>{sec.temporal, h, w}.data(), interleaved, pairs);
+  for (int k = 0; k < 3; ++k) {
+    ref[k] = out0;
+    ASSERT_EQ(
+        rope::apply<float>(*tab, rope::heads_view<const float>{x0.data() + offset, n, H, D, ts, hs},
+                           rope::heads_view<TOut>{ref[k].data() + offset, n, H, D, ts, hs}, st[k]),
+        rope::status::ok);
+  }
+  // Element by element: rotated elements from their pair's stream, everything else (the
+  // pass-through dims, the padding, the gaps) as stream 0's reference has it.
+  std::vector<int> from(size, 0);
+  const std::size_t P = static_cast<std::size_t>(pairs);
+  for (std::ptrdiff_t t = 0; t < n; ++t)
+    for (std::ptrdiff_t hh = 0; hh < H; ++hh)
+      for (std::size_t j = 0; j < P; ++j) {
+        const std::size_t row = static_cast<std::size_t>(offset + t * ts + hh * hs);
+        from[row + oracle::first(l, j, P)] = stream[j];
+        from[row + oracle::second(l, j, P)] = stream[j];
+      }
+  if (in_place) {
+    // In place: the rows as the references have them, everything else unchanged.
+    std::vector<float> expect = x0;
+    for (std::ptrdiff_t t = 0; t < n; ++t)
+      for (std::ptrdiff_t hh = 0; hh < H; ++hh) {
+        const std::size_t row = static_cast<std::size_t>(offset + t * ts + hh * hs);
+        for (std::size_t i = row; i < row + static_cast<std::size_t>(D); ++i)
+          std::memcpy(&expect[i], &ref[from[i]][i], sizeof(float));
+      }
+    ASSERT_EQ(0, std::memcmp(x.data(), expect.data(), size * sizeof(float))) << "D=" << D;
+  } else {
+    ASSERT_EQ(0, std::memcmp(x.data(), x0.data(), size * sizeof(float)));
+    for (std::size_t i = 0; i < size; ++i)
+      ASSERT_EQ(0, std::memcmp(&out[i], &ref[from[i]][i], sizeof(TOut))) << "D=" << D << " i=" << i;
+  }
+}
+
+TEST(Mrope, RandomCallsMatchApplyOrWriteNothing) {
+  std::mt19937_64 gen(2026);
+  int ok = 0, refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    random_call<float, rope::dynamic>(gen, ok, refused);
+    random_call<rope::bfloat16, rope::dynamic>(gen, ok, refused);
+    random_call<float, 64>(gen, ok, refused);
+    random_call<rope::float16, 128>(gen, ok, refused);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  std::printf("apply_mrope random calls: %d succeeded, %d refused\n", ok, refused);
+  EXPECT_GT(ok, 800);
+  EXPECT_GT(refused, 300);
 }
 
 // apply_mrope accepts exactly the sections under which HF's construction gives each stream
