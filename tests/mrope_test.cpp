@@ -1,8 +1,9 @@
 // rope/mrope.hpp: M-RoPE against HF's construction of the per-pair stream (restated here from
 // Qwen2-VL's and Qwen3-VL's code, not from the library's), against a long double 2x2 rotation
 // of each pair at its stream's position, and bit for bit against rope::apply at that position;
-// text tokens (three equal positions) bit for bit as rope::apply; bad input refused with
-// nothing written; mrope_section read by from_config.
+// text tokens (three equal positions) bit for bit as rope::apply; q and k in one call; a
+// context shift through shift_positions; bad input refused with nothing written (also in
+// random calls); mrope_section read by from_config.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -403,6 +404,93 @@ TEST(Mrope, BadInputIsRefusedAndNothingWritten) {
   EXPECT_NE(x, canary);
 }
 
+// Queries and keys in one call: the bits of two apply_mrope calls (q in place, k out of place
+// into a head-major bf16 cache; both in place); a bad k view refused before q is written.
+TEST(Mrope, QueriesAndKeysInOneCall) {
+  const int D = 128;
+  const std::ptrdiff_t n = 16, Hq = 4, Hk = 2, slots = 32;
+  auto tab = rope::get_table<float>(rope::make_spec(D, D, 5e6, rope::layout::half_split), 8192);
+  const rope::mrope_sections sec{24, 20, 20, true};  // Qwen3-VL
+  const std::vector<std::int64_t> pos = mixed_positions(static_cast<std::size_t>(n), 100, 9);
+  const std::int64_t* p = pos.data();
+  const auto q0 = random_rows<float>(static_cast<std::size_t>(n * Hq * D), 21);
+  const auto k0 = random_rows<float>(static_cast<std::size_t>(n * Hk * D), 22);
+  std::vector<float> q = q0, q_ref = q0;
+  const rope::bfloat16 canary = rope::storage_traits<rope::bfloat16>::store(-9.0f);
+  std::vector<rope::bfloat16> cache(static_cast<std::size_t>(Hk * slots * D), canary);
+  std::vector<rope::bfloat16> cache_ref = cache;
+  const auto cache_view = [&](std::vector<rope::bfloat16>& c, std::ptrdiff_t head_dim) {
+    return rope::heads_view<rope::bfloat16>{c.data() + 3 * D, n, Hk, head_dim, D, slots * D};
+  };
+  const auto kv = rope::heads_view<const float>(rope::packed_heads(k0.data(), n, Hk, D));
+  const auto qv = rope::packed_heads(q.data(), n, Hq, D);
+  // A bad k output (head_dim below the rotary dim): neither q nor the cache written.
+  EXPECT_EQ(rope::apply_qk_mrope<float>(*tab, sec, rope::heads_view<const float>(qv), qv, kv,
+                                        cache_view(cache, D / 2), p, p + n, p + 2 * n),
+            rope::status::bad_dimension);
+  EXPECT_EQ(q, q0);
+  EXPECT_EQ(0, std::memcmp(cache.data(), cache_ref.data(), cache.size() * 2));
+  ASSERT_EQ(rope::apply_qk_mrope<float>(*tab, sec, rope::heads_view<const float>(qv), qv, kv,
+                                        cache_view(cache, D), p, p + n, p + 2 * n),
+            rope::status::ok);
+  ASSERT_EQ(rope::apply_mrope<float>(*tab, sec, rope::packed_heads(q_ref.data(), n, Hq, D), p,
+                                     p + n, p + 2 * n),
+            rope::status::ok);
+  ASSERT_EQ(rope::apply_mrope<float>(*tab, sec, kv, cache_view(cache_ref, D), p, p + n, p + 2 * n),
+            rope::status::ok);
+  EXPECT_EQ(0, std::memcmp(q.data(), q_ref.data(), q.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(cache.data(), cache_ref.data(), cache.size() * 2));
+  // Both in place.
+  std::vector<float> q2 = q0, k2 = k0, k_ref = k0;
+  ASSERT_EQ(
+      rope::apply_qk_mrope<float>(*tab, sec, rope::packed_heads(q2.data(), n, Hq, D),
+                                  rope::packed_heads(k2.data(), n, Hk, D), p, p + n, p + 2 * n),
+      rope::status::ok);
+  ASSERT_EQ(rope::apply_mrope<float>(*tab, sec, rope::packed_heads(k_ref.data(), n, Hk, D), p,
+                                     p + n, p + 2 * n),
+            rope::status::ok);
+  EXPECT_EQ(0, std::memcmp(q2.data(), q_ref.data(), q2.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(k2.data(), k_ref.data(), k2.size() * sizeof(float)));
+}
+
+// A context shift of M-RoPE keys by delta turns every pair by delta * w_j whatever its stream:
+// rope::shift_positions with the temporal stream gives the keys apply_mrope gives at the three
+// shifted positions, within the two results' bounds (README: 4 and 3 * 2^-24 r).
+TEST(Mrope, ShiftPositionsShiftsEveryStream) {
+  const int D = 128;
+  const std::ptrdiff_t n = 20, H = 2;
+  for (const model& m : kModels) {
+    if (m.head_dim != D) continue;
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, rope::layout::half_split), 40000);
+    const rope::frequencies& f = tab->frequencies();
+    const std::vector<std::int64_t> pos = mixed_positions(static_cast<std::size_t>(n), 5000, 4);
+    const auto x = random_rows<float>(static_cast<std::size_t>(n * H * D), 8);
+    for (std::int64_t delta : {std::int64_t{-4000}, std::int64_t{1}, std::int64_t{30000}}) {
+      std::vector<float> keys = x, want = x;
+      const std::int64_t* p = pos.data();
+      ASSERT_EQ(
+          rope::apply_mrope<float>(*tab, sections_of(m), rope::packed_heads(keys.data(), n, H, D),
+                                   p, p + n, p + 2 * n),
+          rope::status::ok);
+      ASSERT_EQ(rope::shift_positions<float>(f, rope::layout::half_split,
+                                             rope::packed_heads(keys.data(), n, H, D), p, delta),
+                rope::status::ok);
+      std::vector<std::int64_t> shifted = pos;
+      for (auto& v : shifted) v += delta;
+      const std::int64_t* s = shifted.data();
+      ASSERT_EQ(
+          rope::apply_mrope<float>(*tab, sections_of(m), rope::packed_heads(want.data(), n, H, D),
+                                   s, s + n, s + 2 * n),
+          rope::status::ok);
+      // Each within its bound of the exact rotation: 4 u r (shifted) + 3 u r (apply_mrope),
+      // r <= sqrt(2) for inputs in [-1, 1].
+      for (std::size_t i = 0; i < x.size(); ++i)
+        ASSERT_LE(std::fabs(keys[i] - want[i]), 7 * 0x1p-24 * std::sqrt(2.0))
+            << m.name << " delta " << delta << " i " << i;
+    }
+  }
+}
+
 rope::model_config qwen_vl() {
   rope::model_config cfg;
   cfg.rope_theta = 1e6;
@@ -437,7 +525,9 @@ TEST(Mrope, FromConfigReadsTheSections) {
            {{"mrope_section", {16.5, 23.5, 24}}},
            {{"mrope_section", 64}},
            {{"mrope_section", {4, 30, 30}}, {"mrope_interleaved", true}},
-           {{"mrope_section", {16, 24, 24}}, {"mrope_interleaved", 1}}}) {
+           {{"mrope_section", {16, 24, 24}}, {"mrope_interleaved", 1}},
+           {{"type", "mrope"}},               // HF raises: no sections
+           {{"mrope_interleaved", true}}}) {  // not plain RoPE without its sections
     cfg.rope_scaling = bad;
     try {
       (void)rope::from_config(cfg, rope::layout::half_split);

@@ -18,6 +18,10 @@
 // gathered from the three positions' table rows: the same arithmetic, the same accuracy
 // contract (README "Accuracy contract"), at the scalar kernel's speed.
 //
+// rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
+// shift of M-RoPE keys is rope::shift_positions with any one stream's positions: a shift by
+// delta turns every pair by delta * w_j, whatever its stream.
+//
 // Hot path: noexcept, no allocation, no lock; everything is validated before the first write
 // (the errors of rope::apply, plus status::bad_dimension for sections that do not match the
 // table's rotary_dim / 2 pairs, and the position checks on all three streams).
@@ -125,27 +129,17 @@ job<TIn, TOut, Pos> sub_job(const job<TIn, TOut, Pos>& jb, std::size_t t0,
   return sub;
 }
 
+/// Runs a validated job: runs of tokens whose three positions agree through rope::apply's
+/// kernels, the others through the gathered rows.
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-status apply_mrope_views(const table<Real>& tab, const mrope_sections& sec,
-                         const heads_view<TIn>& in, const heads_view<TOut>& out, const Pos* pos_t,
-                         const Pos* pos_h, const Pos* pos_w, direction dir, rounding rnd) noexcept {
-  if (status st = check_options(dir, rnd); st != status::ok) return st;
-  if (status st = check_table<Dim>(tab); st != status::ok) return st;
-  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
-  if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
-  if (empty(in)) return status::ok;
-  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
-  for (const Pos* p : streams) {
-    if (status st = check_positions(p, in.n_tokens, tab.length()); st != status::ok) return st;
-    if (positions_overlap(out, p, in.n_tokens)) return status::overlapping_buffers;
-  }
-  const auto jb = make_job(in, out, pos_t);
+void run_mrope(const table<Real>& tab, const mrope_sections& sec, const job<TIn, TOut, Pos>& jb,
+               const Pos* const streams[3], direction dir, rounding rnd) noexcept {
   const std::size_t n = jb.n_tokens;
-  // Alternate runs: tokens whose three positions agree go to rope::apply's kernels, the others
-  // to the gathered rows.
+  const auto agree = [&](std::size_t i) {
+    return streams[0][i] == streams[1][i] && streams[0][i] == streams[2][i];
+  };
   std::size_t t = 0;
   while (t < n) {
-    const auto agree = [&](std::size_t i) { return pos_t[i] == pos_h[i] && pos_t[i] == pos_w[i]; };
     const bool same = agree(t);
     std::size_t end = t + 1;
     while (end < n && agree(end) == same) ++end;
@@ -161,6 +155,58 @@ status apply_mrope_views(const table<Real>& tab, const mrope_sections& sec,
     }
     t = end;
   }
+}
+
+/// The three position streams of n tokens: in the table's range, none inside an output.
+template <class TA, class TB, class Pos>
+status check_streams(const Pos* const streams[3], std::ptrdiff_t n, std::int64_t length,
+                     const heads_view<TA>& out_a, const heads_view<TB>& out_b) noexcept {
+  for (int k = 0; k < 3; ++k) {
+    if (status st = check_positions(streams[k], n, length); st != status::ok) return st;
+    if (positions_overlap(out_a, streams[k], n) || positions_overlap(out_b, streams[k], n))
+      return status::overlapping_buffers;
+  }
+  return status::ok;
+}
+
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+status apply_mrope_views(const table<Real>& tab, const mrope_sections& sec,
+                         const heads_view<TIn>& in, const heads_view<TOut>& out, const Pos* pos_t,
+                         const Pos* pos_h, const Pos* pos_w, direction dir, rounding rnd) noexcept {
+  if (status st = check_options(dir, rnd); st != status::ok) return st;
+  if (status st = check_table<Dim>(tab); st != status::ok) return st;
+  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
+  if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
+  if (empty(in)) return status::ok;
+  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
+  if (status st = check_streams(streams, in.n_tokens, tab.length(), out, out); st != status::ok)
+    return st;
+  run_mrope<Dim>(tab, sec, make_job(in, out, pos_t), streams, dir, rnd);
+  return status::ok;
+}
+
+template <std::size_t Dim, class Real, class TIn, class TQOut, class TKOut, class Pos>
+status apply_qk_mrope_views(const table<Real>& tab, const mrope_sections& sec,
+                            const heads_view<TIn>& q_in, const heads_view<TQOut>& q_out,
+                            const heads_view<TIn>& k_in, const heads_view<TKOut>& k_out,
+                            const Pos* pos_t, const Pos* pos_h, const Pos* pos_w, direction dir,
+                            rounding rnd) noexcept {
+  if (status st = check_options(dir, rnd); st != status::ok) return st;
+  if (status st = check_table<Dim>(tab); st != status::ok) return st;
+  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
+  const std::ptrdiff_t d = tab.rotary_dim();
+  if (status st = check_pair(q_in, q_out, d); st != status::ok) return st;
+  if (status st = check_pair(k_in, k_out, d); st != status::ok) return st;
+  if (!empty(q_in) && !empty(k_in) && q_in.n_tokens != k_in.n_tokens) return status::bad_dimension;
+  if (!rows_disjoint(q_out, k_out) || !rows_disjoint(q_out, k_in) || !rows_disjoint(k_out, q_in))
+    return status::overlapping_buffers;
+  const std::ptrdiff_t n = empty(q_in) ? (empty(k_in) ? 0 : k_in.n_tokens) : q_in.n_tokens;
+  if (n == 0) return status::ok;
+  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
+  if (status st = check_streams(streams, n, tab.length(), q_out, k_out); st != status::ok)
+    return st;
+  if (!empty(q_in)) run_mrope<Dim>(tab, sec, make_job(q_in, q_out, pos_t), streams, dir, rnd);
+  if (!empty(k_in)) run_mrope<Dim>(tab, sec, make_job(k_in, k_out, pos_t), streams, dir, rnd);
   return status::ok;
 }
 
@@ -200,6 +246,31 @@ template <class T, std::size_t Dim = dynamic, class Pos>
                                  const Pos* pos_w, direction dir = direction::forward,
                                  rounding rnd = rounding::accurate) noexcept {
   return detail::apply_mrope_views<Dim>(tab, sec, x, x, pos_t, pos_h, pos_w, dir, rnd);
+}
+
+/// Queries and keys in one call (grouped-query attention: their own head counts and strides),
+/// out of place or in place per tensor (out the rows of in), each output its own type (e.g.
+/// queries in place, keys rounded once into an fp16 cache); both validated before either is
+/// written, as rope::apply_qk.
+template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Pos>
+[[nodiscard]] status apply_qk_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,
+                                    const heads_view<const T>& q_in, const heads_view<TQOut>& q_out,
+                                    const heads_view<const T>& k_in, const heads_view<TKOut>& k_out,
+                                    const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
+                                    direction dir = direction::forward,
+                                    rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<Dim>(tab, sec, q_in, q_out, k_in, k_out, pos_t, pos_h, pos_w,
+                                           dir, rnd);
+}
+
+/// Queries and keys in one call, in place.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply_qk_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,
+                                    const heads_view<T>& q, const heads_view<T>& k,
+                                    const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
+                                    direction dir = direction::forward,
+                                    rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<Dim>(tab, sec, q, q, k, k, pos_t, pos_h, pos_w, dir, rnd);
 }
 
 ROPE_END_NAMESPACE  // rope

@@ -806,6 +806,16 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                               std::to_string(rotary_dim) + ", which must be even and >= 2");
   out.spec = make_spec(head_dim, rotary_dim, theta, l);
   // M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three pair counts assigning every rotated pair.
+  // Without them an M-RoPE config must not read as plain RoPE (an engine would then rotate
+  // image tokens by one position): rope_type "mrope" (HF raises too) or mrope_interleaved set
+  // (HF's Qwen3-VL falls back to its own [24, 20, 20]: a model's default, not ours) without
+  // mrope_section is an error.
+  if (!keys.find("mrope_section") &&
+      (type_name == "mrope" || keys.boolean("mrope_interleaved").value_or(false)))
+    detail::raise(error_kind::invalid_argument,
+                  std::string("missing required key mrope_section (") +
+                      (type_name == "mrope" ? "rope_type mrope" : "mrope_interleaved is true") +
+                      ": three pair counts, temporal, height, width)");
   if (const config_value* v = keys.find("mrope_section")) {
     std::string text = detail::scaling_keys::kind_name(*v);
     bool ok = v->type() == config_value::kind::list && v->list().size() == 3;

@@ -205,7 +205,8 @@ enum class status : unsigned char {
   ok = 0,
   null_pointer,           ///< a data or positions pointer is null while there is work to do
   bad_dimension,          ///< head_dim < rotary_dim, negative count, Dim != table's rotary_dim,
-                          ///< or (rerotate, shift_positions) invalid frequencies
+                          ///< (rerotate, shift_positions) invalid frequencies, or (apply_mrope)
+                          ///< sections that do not assign the rotary_dim / 2 pairs
   bad_stride,             ///< head stride < head_dim, or rows that overlap each other
   overlapping_buffers,    ///< in and out (or q and k) partially overlap, or positions in an output
   position_out_of_range,  ///< a position < 0 or >= the table's length
@@ -226,7 +227,8 @@ inline const char* message(status st) noexcept {
     case status::null_pointer: return "invalid argument: null pointer with a nonzero count";
     case status::bad_dimension:
       return "invalid argument: head_dim < rotary_dim, a negative count, Dim differs from the "
-             "table's rotary_dim, or (rerotate, shift_positions) invalid frequencies";
+             "table's rotary_dim, (rerotate, shift_positions) invalid frequencies, or "
+             "(apply_mrope) sections that do not assign the rotary_dim / 2 pairs";
     case status::bad_stride:
       return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
     case status::overlapping_buffers:
