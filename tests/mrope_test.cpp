@@ -76,12 +76,11 @@ std::vector<std::int64_t> mixed_positions(std::size_t n, std::int64_t base, std:
   return p;
 }
 
-template <class T>
-std::vector<T> random_rows(std::size_t n, std::uint64_t seed) {
+std::vector<float> random_rows(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<T> v(n);
-  for (auto& e : v) e = rope::storage_traits<T>::store(dist(gen));
+  std::vector<float> v(n);
+  for (auto& e : v) e = dist(gen);
   return v;
 }
 
@@ -100,7 +99,7 @@ void check_model(const model& m, rope::layout l, rope::table_mode mode, rope::ro
                                        base + 4096, mode);
   const std::vector<std::int64_t> pos = mixed_positions(n, base, 7);
   const std::int64_t* streams[3] = {pos.data(), pos.data() + n, pos.data() + 2 * n};
-  std::vector<float> x = random_rows<float>(n * H * static_cast<std::size_t>(D), 11);
+  std::vector<float> x = random_rows(n * H * static_cast<std::size_t>(D), 11);
   const std::vector<int> stream = hf_streams(m.section, m.interleaved, pairs);
   const std::size_t P = static_cast<std::size_t>(pairs);
   // Head 1 of each token: pairs that cancel to delta in [2^-13, 2^-10] of their norm once
@@ -195,7 +194,7 @@ TEST(Mrope, TextTokensAreApplyBitForBitAndInverseUndoes) {
       auto tab = rope::get_table<float>(rope::make_spec(D, d, 1e4, l), 70000);
       const std::ptrdiff_t n = 9;
       std::vector<std::int32_t> pos = {0, 1, 2, 69999, 5, 5, 31, 4096, 65536};
-      const std::vector<float> x = random_rows<float>(static_cast<std::size_t>(n * H * D), 3);
+      const std::vector<float> x = random_rows(static_cast<std::size_t>(n * H * D), 3);
       for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
         std::vector<float> a = x, b = x;
         ASSERT_EQ(
@@ -252,7 +251,7 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
   // The first position past the table (a cached table may be longer than asked for).
   if (mistake == 1) pos[static_cast<std::size_t>(pick(static_cast<int>(3 * n)))] = tab->length();
   const std::int64_t* st[3] = {pos.data(), pos.data() + n, pos.data() + 2 * n};
-  std::vector<float> x = random_rows<float>(size, gen());
+  std::vector<float> x = random_rows(size, gen());
   const bool in_place = std::is_same<TOut, float>::value && pick(2) == 0;
   const rope::heads_view<float> xv{x.data() + offset, n, H, D, ts, hs};
   std::vector<TOut> out(size, rope::storage_traits<TOut>::store(-3.5f));
@@ -413,8 +412,8 @@ TEST(Mrope, QueriesAndKeysInOneCall) {
   const rope::mrope_sections sec{24, 20, 20, true};  // Qwen3-VL
   const std::vector<std::int64_t> pos = mixed_positions(static_cast<std::size_t>(n), 100, 9);
   const std::int64_t* p = pos.data();
-  const auto q0 = random_rows<float>(static_cast<std::size_t>(n * Hq * D), 21);
-  const auto k0 = random_rows<float>(static_cast<std::size_t>(n * Hk * D), 22);
+  const auto q0 = random_rows(static_cast<std::size_t>(n * Hq * D), 21);
+  const auto k0 = random_rows(static_cast<std::size_t>(n * Hk * D), 22);
   std::vector<float> q = q0, q_ref = q0;
   const rope::bfloat16 canary = rope::storage_traits<rope::bfloat16>::store(-9.0f);
   std::vector<rope::bfloat16> cache(static_cast<std::size_t>(Hk * slots * D), canary);
@@ -464,7 +463,7 @@ TEST(Mrope, ShiftPositionsShiftsEveryStream) {
     auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, rope::layout::half_split), 40000);
     const rope::frequencies& f = tab->frequencies();
     const std::vector<std::int64_t> pos = mixed_positions(static_cast<std::size_t>(n), 5000, 4);
-    const auto x = random_rows<float>(static_cast<std::size_t>(n * H * D), 8);
+    const auto x = random_rows(static_cast<std::size_t>(n * H * D), 8);
     for (std::int64_t delta : {std::int64_t{-4000}, std::int64_t{1}, std::int64_t{30000}}) {
       std::vector<float> keys = x, want = x;
       const std::int64_t* p = pos.data();

@@ -921,6 +921,16 @@ std::vector<std::int64_t> rerotation_positions() {
   return p;
 }
 
+// n keys uniform in [-1, 1] (std::mt19937 from seed): the inputs of the re-rotation tests.
+template <class T>
+std::vector<T> uniform_keys(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<T> dist(-1, 1);
+  std::vector<T> x(n);
+  for (auto& v : x) v = dist(gen);
+  return x;
+}
+
 // Largest |got - oracle| over every rotated element, in units of u * r * max(1, A), r the
 // pair's norm in x; the pass-through dims must be unchanged bit for bit. got may be stored in
 // another type than x (keys cached in fp16 or bf16).
@@ -963,10 +973,8 @@ TEST(Rerotate, EqualsFreshRotationForEveryMethodAndLayoutFloat) {
       const rope::spec sp = rope::make_spec(D, d, 1e4, l);
       const auto pos = rerotation_positions();
       const auto n = static_cast<std::ptrdiff_t>(pos.size());
-      std::mt19937 gen(11);
-      std::uniform_real_distribution<float> dist(-1, 1);
-      std::vector<float> x(pos.size() * heads * static_cast<std::size_t>(D));
-      for (auto& v : x) v = dist(gen);
+      const std::vector<float> x =
+          uniform_keys<float>(pos.size() * heads * static_cast<std::size_t>(D), 11);
       for (const auto& tr : transitions(sp)) {
         std::vector<float> keys = x;
         const auto view = rope::packed_heads(keys.data(), n, heads, D);
@@ -995,10 +1003,7 @@ TEST(Rerotate, EqualsFreshRotationDouble) {
     const rope::spec sp = rope::make_spec(64, 64, 1e4, l);
     const auto pos = rerotation_positions();
     const auto n = static_cast<std::ptrdiff_t>(pos.size());
-    std::mt19937 gen(3);
-    std::uniform_real_distribution<double> dist(-1, 1);
-    std::vector<double> x(pos.size() * 64);
-    for (auto& v : x) v = dist(gen);
+    const std::vector<double> x = uniform_keys<double>(pos.size() * 64, 3);
     for (const auto& tr : transitions(sp)) {
       std::vector<double> keys = x;
       const auto view = rope::packed_heads(keys.data(), n, 1, 64);
@@ -1027,10 +1032,7 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
         for (std::int64_t p : rerotation_positions())
           if (p + delta >= 0) pos.push_back(p);
         const auto n = static_cast<std::ptrdiff_t>(pos.size());
-        std::mt19937 gen(17);
-        std::uniform_real_distribution<float> dist(-1, 1);
-        std::vector<float> x(pos.size() * heads * 128);
-        for (auto& v : x) v = dist(gen);
+        const std::vector<float> x = uniform_keys<float>(pos.size() * heads * 128, 17);
         std::vector<float> keys = x;
         const auto view = rope::packed_heads(keys.data(), n, heads, 128);
         auto tab =
@@ -1059,10 +1061,7 @@ void sixteen_bit_cache_within_bound(const char* name, ld u) {
     const rope::spec sp = rope::make_spec(128, 128, 1e4, l);
     const auto pos = rerotation_positions();
     const auto n = static_cast<std::ptrdiff_t>(pos.size());
-    std::mt19937 gen(23);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    std::vector<float> x(pos.size() * heads * 128);
-    for (auto& v : x) v = dist(gen);
+    const std::vector<float> x = uniform_keys<float>(pos.size() * heads * 128, 23);
     const auto xv = rope::heads_view<const float>(rope::packed_heads(x.data(), n, heads, 128));
     auto cached = [&](const rope::frequencies& f) {
       std::vector<T16> keys(x.size());
