@@ -13,6 +13,7 @@
 // rope/fwd.hpp      declarations of rope's types, for headers that only name them
 // rope/scaling.hpp  context extension: linear, NTK, dynamic NTK, YaRN, Llama 3.1, LongRoPE
 // rope/mrope.hpp    multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three positions a token
+// rope/slots.hpp    keys rotated straight into KV-cache slots, one slot per token
 #pragma once
 
 #include "rope/apply.hpp"
@@ -20,6 +21,7 @@
 #include "rope/fwd.hpp"
 #include "rope/mrope.hpp"
 #include "rope/scaling.hpp"
+#include "rope/slots.hpp"
 #include "rope/spec.hpp"
 #include "rope/storage.hpp"
 #include "rope/table.hpp"

@@ -209,7 +209,8 @@ enum class status : unsigned char {
                           ///< sections that do not assign the rotary_dim / 2 pairs
   bad_stride,             ///< head stride < head_dim, or rows that overlap each other
   overlapping_buffers,    ///< in and out (or q and k) partially overlap, or positions in an output
-  position_out_of_range,  ///< a position < 0 or >= the table's length
+  position_out_of_range,  ///< a position < 0 or >= the table's length; (apply_to_slots) a slot
+                          ///< < -1 or >= the cache's token count
   bad_option,             ///< a direction, rounding or layout value outside its enumeration
 };
 
@@ -236,7 +237,8 @@ inline const char* message(status st) noexcept {
              "or q and k), or the positions lie inside an output";
     case status::position_out_of_range:
       return "out of range: a position is negative or not below the table's length "
-             "(rerotate, shift_positions: not below 2^32)";
+             "(rerotate, shift_positions: not below 2^32), or (apply_to_slots) a slot below -1 "
+             "or not below the cache's token count";
     case status::bad_option:
       return "invalid argument: a rope::direction, rope::rounding or rope::layout value "
              "outside its enumeration";
