@@ -118,7 +118,7 @@ counts now() {
 template <class T>
 void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, std::vector<T>& out,
                const std::vector<std::int32_t>& p32, const std::vector<std::int64_t>& p64,
-               int& failures) {
+               const std::vector<std::int64_t>& p_row, int& failures) {
   constexpr std::ptrdiff_t Tn = 8, Hq = 4, Hk = 2, D = 128;
   auto ok = [&](rope::status s) { failures += s != rope::status::ok; };
   for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
@@ -133,6 +133,21 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
                               rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), dir));
     ok(rope::apply<T>(tab, p64[3], q.data(), dir));
     ok(rope::apply<T>(tab, p64[5], q.data(), out.data(), D, dir));
+    // Keys into cache slots (out as a cache of 16 slots of Hk heads), with q in the same call.
+    const std::int64_t slots[Tn] = {3, 4, 5, -1, 9, 0, 15, 1};
+    const auto cache = rope::packed_heads(out.data(), 16, Hk, D);
+    ok(rope::apply_to_slots<T>(tab, rope::packed_heads<const T>(k.data(), Tn, Hk, D), cache,
+                               p64.data(), slots, dir));
+    ok(rope::apply_qk_to_slots<T>(tab, rope::packed_heads<const T>(q.data(), Tn, Hq, D),
+                                  rope::packed_heads(q.data(), Tn, Hq, D),
+                                  rope::packed_heads<const T>(k.data(), Tn, Hk, D), cache,
+                                  p32.data(), slots, dir));
+    // M-RoPE: text tokens (one stream three times) and image tokens (another height stream).
+    const rope::mrope_sections sec{16, 24, 24, false};
+    ok(rope::apply_mrope<T>(tab, sec, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(),
+                            p64.data(), p64.data(), dir));
+    ok(rope::apply_mrope<T>(tab, sec, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(),
+                            p_row.data(), p64.data(), dir));
   }
   // Errors take no allocation or lock either.
   const std::int64_t bad = tab.length();
@@ -163,9 +178,10 @@ void expect_no_alloc_no_lock(rope::layout l, rope::table_mode mode, std::int64_t
     p64[t] = (length - 1) - static_cast<std::int64_t>(t) * (length / 9);
     p32[t] = static_cast<std::int32_t>(p64[t]);
   }
+  const std::vector<std::int64_t> p_row = {7, 6, 5, 4, 3, 2, 1, 0};
   int failures = 0;
   const counts before = now();
-  hot_calls(*tab, q, k, out, p32, p64, failures);
+  hot_calls(*tab, q, k, out, p32, p64, p_row, failures);
   const counts after = now();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(after.news - before.news, 0) << "operator new in the hot path";
