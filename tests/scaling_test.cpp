@@ -4,6 +4,7 @@
 // position shift against the long double 2x2 oracle; long-context (compact) tables.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -1044,6 +1045,66 @@ TEST(ShiftPositions, EqualsRotationAtTheShiftedPosition) {
       }
     }
   }
+}
+
+// Out of place within one cache: the keys of tokens [from, from + n) moved to [to, to + n)
+// with delta = to - from (down: a cache dropping tokens [to, from); up: making room), token-
+// and head-major, each with exactly the bits of the same shift from a copy into a buffer of its
+// own (rows outside [to, to + n) keep their old values either way). Overlaps that are not a
+// move by whole tokens, or where a head-major view's rows would reach the next head's, are
+// refused with nothing written.
+TEST(ShiftPositions, WithinOneCacheMovesKeysByWholeTokens) {
+  const std::ptrdiff_t D = 64, H = 3, C = 40;  // C slots
+  using move = std::array<std::ptrdiff_t, 3>;   // from, to, n
+  int moves = 0;
+  for (rope::layout l : kLayouts)
+    for (bool head_major : {false, true})
+      for (const move& m : {move{12, 4, 28}, move{0, 5, 30}, move{10, 9, 30}, move{3, 4, 36}}) {
+        const std::ptrdiff_t from = m[0], to = m[1], n = m[2];
+        const std::ptrdiff_t ts = head_major ? D : H * D, hs = head_major ? C * D : D;
+        const rope::frequencies f = rope::default_frequencies(rope::make_spec(D, D, 1e4, l));
+        std::vector<float> cache = uniform_keys<float>(static_cast<std::size_t>(C * H * D), 5);
+        std::vector<std::int64_t> pos(static_cast<std::size_t>(n));
+        for (std::size_t t = 0; t < pos.size(); ++t) pos[t] = 100 + from + static_cast<std::int64_t>(t);
+        const std::int64_t delta = to - from;
+        std::vector<float> copy = cache, ref = cache;
+        ASSERT_EQ(rope::shift_positions<float>(
+                      f, l, rope::heads_view<const float>{copy.data() + from * ts, n, H, D, ts, hs},
+                      rope::heads_view<float>{ref.data() + to * ts, n, H, D, ts, hs}, pos.data(),
+                      delta),
+                  rope::status::ok);
+        ASSERT_EQ(rope::shift_positions<float>(
+                      f, l, rope::heads_view<const float>{cache.data() + from * ts, n, H, D, ts, hs},
+                      rope::heads_view<float>{cache.data() + to * ts, n, H, D, ts, hs}, pos.data(),
+                      delta),
+                  rope::status::ok);
+        EXPECT_EQ(0, std::memcmp(cache.data(), ref.data(), cache.size() * sizeof(float)))
+            << rope::to_string(l) << (head_major ? " head-major" : " token-major") << " " << from
+            << " -> " << to << " x " << n;
+        ++moves;
+      }
+  EXPECT_EQ(moves, 16);
+  // Refused, nothing written: one head's row apart (not a whole token, token-major); a
+  // head-major move whose rows reach the next head's (40 slots, 36 tokens moved by 5); another
+  // token stride.
+  const rope::frequencies f =
+      rope::default_frequencies(rope::make_spec(D, D, 1e4, rope::layout::half_split));
+  std::vector<float> cache = uniform_keys<float>(static_cast<std::size_t>((C + 8) * H * D), 6);
+  const std::vector<float> before = cache;
+  std::vector<std::int64_t> pos(36, 50);
+  auto shift = [&](std::ptrdiff_t in_off, std::ptrdiff_t out_off, std::ptrdiff_t ts,
+                   std::ptrdiff_t out_ts, std::ptrdiff_t hs) {
+    return rope::shift_positions<float>(
+        f, rope::layout::half_split,
+        rope::heads_view<const float>{cache.data() + in_off, 36, H, D, ts, hs},
+        rope::heads_view<float>{cache.data() + out_off, 36, H, D, out_ts, hs}, pos.data(), 1);
+  };
+  EXPECT_EQ(shift(0, D, H * D, H * D, D), rope::status::overlapping_buffers);
+  EXPECT_EQ(shift(0, 5 * D, D, D, C * D), rope::status::overlapping_buffers);
+  EXPECT_EQ(shift(0, 2 * H * D, H * D, H * D + 1, D), rope::status::overlapping_buffers);
+  EXPECT_EQ(0, std::memcmp(cache.data(), before.data(), cache.size() * sizeof(float)));
+  // The same head-major move within a head stride of 41 slots is accepted.
+  EXPECT_EQ(shift(0, 5 * D, D, D, (C + 1) * D), rope::status::ok);
 }
 
 // Keys cached in fp16 or bf16 (float keys rotated by rope::apply and rounded once, within 1 ulp)

@@ -959,7 +959,7 @@ inline bool frequencies_ok(const frequencies& f) noexcept {
 /// Keys at positions p rotated with `from` become keys at p + delta rotated with `to`.
 template <std::size_t Dim, layout L, class TIn, class TOut, class Pos>
 void rerotate_rows(const frequencies& from, const frequencies& to, const job<TIn, TOut, Pos>& jb,
-                   std::int64_t delta) noexcept {
+                   std::int64_t delta, bool backwards) noexcept {
   const std::size_t d = static_cast<std::size_t>(to.rotary_dim);
   const std::size_t P = d / 2;
   const std::size_t m = L == layout::interleaved ? d : P;
@@ -970,7 +970,8 @@ void rerotate_rows(const frequencies& from, const frequencies& to, const job<TIn
   using load_in = storage_traits<TIn>;
   using store_out = storage_traits<TOut>;
   using R = compute_type_t<TOut>;
-  for (std::size_t t = 0; t < jb.n_tokens; ++t) {
+  for (std::size_t step = 0; step < jb.n_tokens; ++step) {
+    const std::size_t t = backwards ? jb.n_tokens - 1 - step : step;
     const std::int64_t p = static_cast<std::int64_t>(jb.positions[t]);
     const double pa = static_cast<double>(p), pb = static_cast<double>(p + delta);
     for (std::size_t j = 0; j < P; ++j) {
@@ -1000,6 +1001,36 @@ void rerotate_rows(const frequencies& from, const frequencies& to, const job<TIn
   }
 }
 
+/// True when out is in's rows moved by a whole number k != 0 of tokens within one buffer (the
+/// same type, shape and strides; out.data = in.data - k token strides) and the rows of the two
+/// views keep to their own heads: whole tokens apart ([T, H, D]), or each head's rows of both
+/// views within one head stride ([H, T, D]). Then out's row (t, h) is in's row (t - k, h) or
+/// no row of in, so visiting the tokens upwards (k > 0: the rows move down, as when a cache
+/// drops tokens) or downwards (k < 0, `backwards`) reads every row before it is overwritten.
+template <class TIn, class TOut>
+bool shifted_within(const heads_view<TIn>& in, const heads_view<TOut>& out,
+                    bool& backwards) noexcept {
+  if (!std::is_same<std::remove_const_t<TIn>, std::remove_const_t<TOut>>::value) return false;
+  if (in.n_tokens < 2 || in.n_tokens != out.n_tokens || in.n_heads != out.n_heads ||
+      in.head_dim != out.head_dim || in.token_stride != out.token_stride ||
+      (in.n_heads > 1 && in.head_stride != out.head_stride))
+    return false;
+  const auto ts = static_cast<std::intptr_t>(in.token_stride) *
+                  static_cast<std::intptr_t>(sizeof(TIn));  // > 0: >= head_dim (check_view)
+  const std::intptr_t bytes = reinterpret_cast<std::intptr_t>(static_cast<const void*>(in.data)) -
+                              reinterpret_cast<std::intptr_t>(static_cast<const void*>(out.data));
+  if (ts <= 0 || bytes % ts != 0 || bytes == 0) return false;
+  const std::ptrdiff_t k = static_cast<std::ptrdiff_t>(bytes / ts);
+  const std::ptrdiff_t span = in.n_tokens - 1 + (k > 0 ? k : -k);  // tokens of one head, both views
+  const bool token_major = in.token_stride >= (in.n_heads - 1) * in.head_stride + in.head_dim;
+  const bool heads_apart =
+      in.n_heads == 1 || (product_fits(span, in.token_stride, PTRDIFF_MAX - in.head_dim) &&
+                          in.head_stride >= span * in.token_stride + in.head_dim);
+  if (!token_major && !heads_apart) return false;
+  backwards = k < 0;
+  return true;
+}
+
 template <std::size_t Dim, class T, class TOut, class Pos>
 status rerotate_checked(const frequencies& from, const frequencies& to, layout l,
                         const heads_view<const T>& in, const heads_view<TOut>& out,
@@ -1011,7 +1042,12 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
       !std::isfinite(to.attention_factor / from.attention_factor))
     return status::bad_dimension;
   if (Dim != 0 && static_cast<std::size_t>(to.rotary_dim) != Dim) return status::bad_dimension;
-  if (status st = check_pair(in, out, to.rotary_dim); st != status::ok) return st;
+  // Out of place within one cache (keys moved by whole tokens) is accepted where the order of
+  // the rows makes it safe (shifted_within); other overlaps stay refused.
+  bool backwards = false;
+  if (status st = check_pair(in, out, to.rotary_dim);
+      st != status::ok && !(st == status::overlapping_buffers && shifted_within(in, out, backwards)))
+    return st;
   if (empty(in)) return status::ok;
   if (positions == nullptr) return status::null_pointer;
   if (delta <= -max_table_length || delta >= max_table_length) return status::position_out_of_range;
@@ -1023,9 +1059,9 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
   if (positions_overlap(out, positions, in.n_tokens)) return status::overlapping_buffers;
   const auto jb = make_job(in, out, positions);
   if (l == layout::interleaved)
-    rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta);
+    rerotate_rows<Dim, layout::interleaved>(from, to, jb, delta, backwards);
   else
-    rerotate_rows<Dim, layout::half_split>(from, to, jb, delta);
+    rerotate_rows<Dim, layout::half_split>(from, to, jb, delta, backwards);
   return status::ok;
 }
 
@@ -1073,7 +1109,13 @@ template <class T, std::size_t Dim = dynamic, class Pos>
   return detail::rerotate_checked<Dim>(f, f, l, heads_view<const T>(keys), keys, positions, delta);
 }
 
-/// Out of place.
+/// Out of place. out may also be in's rows moved by a whole number of tokens within one cache
+/// (same type and strides; e.g. after dropping tokens [a, b), the keys of tokens [b, n) shifted
+/// to slots [a, n - b + a) with delta = a - b, in one pass): accepted when the cache is
+/// token-major ([T, H, D]: rows of a token together) or each head's rows of both views lie
+/// within one head stride ([H, T, D]); the rows are visited in the order that reads each before
+/// it is overwritten. Other overlaps are status::overlapping_buffers. (rerotate out of place
+/// takes such views too.)
 template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
 [[nodiscard]] status shift_positions(const frequencies& f, layout l, heads_view<const T> in,
                                      heads_view<TOut> out, const Pos* positions,
