@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "oracle.hpp"
+#include "random_calls.hpp"
 
 namespace {
 
@@ -76,13 +77,7 @@ std::vector<std::int64_t> mixed_positions(std::size_t n, std::int64_t base, std:
   return p;
 }
 
-std::vector<float> random_rows(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (auto& e : v) e = dist(gen);
-  return v;
-}
+using rope_test::random_rows;
 
 // Every pair of every token's heads, bit for bit, equals rope::apply's result at its stream's
 // position (three rope::apply calls, one per stream); float outputs are also within the
@@ -320,14 +315,11 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
 
 TEST(Mrope, RandomCallsMatchApplyOrWriteNothing) {
   std::mt19937_64 gen(2026);
-  int ok = 0, refused = 0;
-  for (int i = 0; i < 400; ++i) {
-    random_call<float, rope::dynamic>(gen, ok, refused);
-    random_call<rope::bfloat16, rope::dynamic>(gen, ok, refused);
-    random_call<float, 64>(gen, ok, refused);
-    random_call<rope::float16, 128>(gen, ok, refused);
-    if (::testing::Test::HasFatalFailure()) return;
-  }
+  const auto [ok, refused] =
+      rope_test::random_call_rounds([&](auto out, auto dim, int& n_ok, int& n_refused) {
+        random_call<decltype(out), decltype(dim)::value>(gen, n_ok, n_refused);
+      });
+  if (::testing::Test::HasFatalFailure()) return;
   std::printf("apply_mrope random calls: %d succeeded, %d refused\n", ok, refused);
   EXPECT_GT(ok, 800);
   EXPECT_GT(refused, 300);

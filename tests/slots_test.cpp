@@ -17,19 +17,14 @@
 #include <vector>
 
 #include "oracle.hpp"
+#include "random_calls.hpp"
 
 namespace {
 
 using ld = long double;
 constexpr rope::layout kLayouts[] = {rope::layout::interleaved, rope::layout::half_split};
 
-std::vector<float> random_rows(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (auto& e : v) e = dist(gen);
-  return v;
-}
+using rope_test::random_rows;
 
 // The spacing of T's values at |x| (fp16: 10 fraction bits, normal from 2^-14; bf16: 7, 2^-126;
 // float: 23, 2^-126).
@@ -405,14 +400,11 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
 
 TEST(Slots, RandomCallsMatchApplyOrWriteNothing) {
   std::mt19937_64 gen(1204);
-  int ok = 0, refused = 0;
-  for (int i = 0; i < 400; ++i) {
-    random_call<float, rope::dynamic>(gen, ok, refused);
-    random_call<rope::bfloat16, rope::dynamic>(gen, ok, refused);
-    random_call<float, 64>(gen, ok, refused);
-    random_call<rope::float16, 128>(gen, ok, refused);
-    if (::testing::Test::HasFatalFailure()) return;
-  }
+  const auto [ok, refused] =
+      rope_test::random_call_rounds([&](auto out, auto dim, int& n_ok, int& n_refused) {
+        random_call<decltype(out), decltype(dim)::value>(gen, n_ok, n_refused);
+      });
+  if (::testing::Test::HasFatalFailure()) return;
   std::printf("apply_to_slots random calls: %d succeeded, %d refused\n", ok, refused);
   EXPECT_GT(ok, 900);
   EXPECT_GT(refused, 450);
