@@ -23,7 +23,7 @@
 // output, which run the x86 kernels both forwards and backwards, see aliasing_back) and in place
 // (four placements), 2 tokens x 3 heads at random positions.
 //
-// ROPE_TEST_FEW_DIMS builds (asan, tsan, noexcept, aarch64) define ROPE_DYNAMIC_DIMS on the
+// ROPE_TEST_FEW_DIMS builds (clang-werror, asan, tsan, noexcept, aarch64, baseline) define ROPE_DYNAMIC_DIMS on the
 // command line (tests/CMakeLists.txt); that is how this file tells, before rope defines it.
 #if defined(ROPE_TEST_FEW_DIMS) || defined(ROPE_DYNAMIC_DIMS)
 #define ROPE_GUARD_FEW_DIMS 1
@@ -82,9 +82,9 @@ struct dim_list {};
 // tests' finer cases (a half vector after groups, say) repeat one of them here. NEON runs a
 // row as whole vectors and then element by element: rows shorter than, equal to and longer
 // than its vectors, with and without the element tail. Each list has 18, for a compile-time
-// inverse. ROPE_TEST_FEW_DIMS builds (asan, tsan, noexcept) run two dims on x86 (with ASan, 4
-// dims took 2 minutes to compile), which the full builds (Release, clang-werror, baseline)
-// back; NEON keeps its full list, as its only build (aarch64) is a few-dims one.
+// inverse. ROPE_TEST_FEW_DIMS builds (clang-werror, asan, tsan, noexcept, baseline) run two
+// dims on x86 (with ASan, 4 dims took 2 minutes to compile), which the full build
+// (scripts/test.sh: both x86 paths' kernels) backs; NEON keeps its full list, as its only build (aarch64) is a few-dims one.
 #if ROPE_GUARD_FEW_DIMS
 using avx512_dims = dim_list<6, 18>;
 using avx2_dims = dim_list<6, 18>;

@@ -281,7 +281,7 @@ void check_static_dim() {
     }
 }
 
-// ROPE_TEST_FEW_DIMS (the asan, tsan, noexcept and aarch64 presets): every compile-time Dim is
+// ROPE_TEST_FEW_DIMS (the clang-werror, asan, tsan, noexcept, aarch64 and baseline presets): every compile-time Dim is
 // a set of kernel instances, and compiling all of them under ASan took GCC more than 25 minutes
 // and 10 GB. Five dims keep every row ending (masked, half vector, shifted), grouped rows with a
 // tail, and both out-of-place half-split ways; the other builds run them all.
