@@ -2,19 +2,21 @@
 //
 // Every input decodes into: a storage type, a layout, head_dim (0..1024), rotary_dim (valid or
 // not), a base (valid or not), a table (length and mode), an entry point (apply out of place,
-// apply in place, apply_qk, the single-vector forms), q and k head counts, strides (packed,
-// padded, head-major, or raw values including zero, negative and overlapping), an element
-// offset, positions (int32 or int64: negative, huge, near 2^24, 2^31 and 2^32), a direction and
-// 16-bit rounding (rope::rounding; now and then a value outside its enumeration), and payload
-// bytes (which give NaN, Inf and denormals).
+// apply in place, apply_qk, the single-vector forms, apply_to_slots and apply_qk_to_slots of
+// rope/slots.hpp), q and k head counts, strides (packed, padded, head-major, or raw values
+// including zero, negative and overlapping), an element offset, positions (int32 or int64:
+// negative, huge, near 2^24, 2^31 and 2^32), a direction and 16-bit rounding (rope::rounding;
+// now and then a value outside its enumeration), and payload bytes (which give NaN, Inf and
+// denormals).
 //
 // Buffers are allocated with exactly the elements the views span (ASan flags any access past
 // them), and the gaps between rows are filled too, so a write anywhere it should not be is
 // seen. Every input must end in one of two ways, otherwise the target aborts:
 //  - an error: the spec is refused with std::invalid_argument exactly when it is invalid, or
 //    the hot path returns a status; then not one byte of any buffer has changed, and the
-//    status has a cause in the input (checked independently for out-of-range positions,
-//    null pointers, overlapping rows and options outside their enumeration);
+//    status has a cause in the input (checked independently for out-of-range positions and
+//    slots, null pointers, mismatched shapes, overlapping buffers and options outside their
+//    enumeration);
 //  - success: the call was valid (positions in range, rows of each view disjoint, shapes
 //    matching, checked independently), out of place == in place bitwise, apply_qk == two
 //    apply calls bitwise, dims [rotary_dim, head_dim) untouched in place and copied bit for
@@ -23,9 +25,15 @@
 //    dispatch (the fuzz preset, the baseline build's replay) the bit-for-bit reference for a
 //    tensor is computed on the scalar path, so the dispatched vector path is checked against
 //    scalar on every accepted input (strides, offsets, dims, positions, types, and the
-//    single-vector entry points). "Bitwise" means every rotated result's bits, except that a
-//    NaN result need only be NaN (same_results); the pass-through block and everything
-//    outside the rows stay byte for byte.
+//    single-vector entry points). The slots entry points: keys into a cache view with its own
+//    geometry, token (slot) count and storage type (float keys also into fp16/bf16 caches),
+//    int32 or int64 slots (runs, -1, repeats, out of range), now and then the cache inside the
+//    keys' buffer or the slots or positions inside the cache's; on success each written cache
+//    row is rope::apply of its token alone (scalar path) and the later token's for a repeated
+//    slot, the queries rope::apply's, and every other byte (rows of unwritten slots, gaps, the
+//    input) unchanged. "Bitwise" means every rotated result's bits, except that a NaN result
+//    need only be NaN (same_results); the pass-through block and everything outside the rows
+//    stay byte for byte.
 //
 // Build: cmake --workflow --preset fuzz (Clang, -fsanitize=fuzzer,address,undefined); the
 // replay driver (replay_main.cpp) runs the same function over tests/fuzz/corpus in every build.
@@ -390,6 +398,66 @@ std::int64_t decode_position(reader& in, std::int64_t length) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// KV-cache slots (rope/slots.hpp).
+
+// A slot for the next token (after `prev`) of a cache of n_slots tokens: the previous slot + 1
+// (a run, also past the cache's end), -1 (skipped), an earlier token's slot (a repeat), the
+// first slot past the cache, below -1 or past int32's range; else one in range.
+std::int64_t decode_slot(reader& in, const std::vector<std::int64_t>& prev, std::int64_t n_slots) {
+  const std::uint8_t k = in.u8();
+  const std::size_t t = prev.size();
+  switch (k % 16) {
+    case 0: case 1: case 2: case 3:
+      if (t > 0 && prev.back() >= 0) return prev.back() + 1;
+      break;
+    case 4: case 5:
+      return -1;
+    case 6: case 7:
+      if (t > 0) return prev[t - 1 - static_cast<std::size_t>(k >> 4) % t];
+      break;
+    case 8:
+      return n_slots;
+    case 9: {
+      const std::int64_t far[4] = {-2, std::numeric_limits<std::int32_t>::min(),
+                                   (std::int64_t{1} << 32) + (k >> 6),  // int32: 0-3
+                                   std::numeric_limits<std::int64_t>::min()};
+      return far[(k >> 4) % 4];
+    }
+    default:
+      break;
+  }
+  return n_slots > 0 ? (k >> 4) % n_slots : -1;
+}
+
+// Outcomes of apply_to_slots [0] and apply_qk_to_slots [1], indexed as rope_fuzz_outcomes (which
+// counts them too), printed at exit: after the replay driver's summary, at libFuzzer's end.
+long slot_outcomes[2][9] = {};
+struct slot_summary {
+  ~slot_summary() {
+    const char* names[9] = {"", "ok, nothing to do", "null_pointer", "bad_dimension",
+                            "bad_stride", "overlapping_buffers", "position_out_of_range",
+                            "bad_option", "ok, rows rotated"};
+    for (int f = 0; f < 2; ++f)
+      for (int i = 1; i < 9; ++i)
+        if (slot_outcomes[f][i])
+          std::printf("  %-17s %-22s %ld\n", f ? "apply_qk_to_slots" : "apply_to_slots", names[i],
+                      slot_outcomes[f][i]);
+  }
+} slot_summary_at_exit;
+
+template <class U>
+struct type_tag {
+  using type = U;
+};
+
+template <class U>
+std::unique_ptr<U[]> copy_of(const std::vector<unsigned char>& bytes) {
+  std::unique_ptr<U[]> r(new U[std::max<std::size_t>(1, bytes.size() / sizeof(U))]);
+  if (!bytes.empty()) std::memcpy(static_cast<void*>(r.get()), bytes.data(), bytes.size());
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The accuracy check of a successful out-of-place call (float and double storage).
 
 template <class T>
@@ -481,8 +549,12 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const auto tab = get_table<R>(type_index, f, s, length, mode);
   const std::ptrdiff_t d = s.rotary_dim;
 
-  const std::uint8_t entry =
-      in.u8() % 8;  // 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector
+  // Entry point: 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector, 8-9
+  // apply_to_slots, 10 apply_qk_to_slots, 11-15 as 3-7 (codes 8-10 were out of place before the
+  // slots entry points; the seeds, written with codes 0-7, decode as they did).
+  const std::uint8_t entry_code = in.u8() % 16;
+  const int slots_entry = entry_code == 10 ? 2 : (entry_code == 8 || entry_code == 9 ? 1 : 0);
+  const auto entry = static_cast<std::uint8_t>(slots_entry ? 0 : entry_code % 8);
   const std::uint8_t dir_byte = in.u8();
   // apply_qk in place now and then (entry 6), where q and k may share one fused buffer below.
   const bool qk_in_place = entry == 6 && (dir_byte & 0x20) != 0;
@@ -559,6 +631,216 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   fill_payload(k, in);
   const bool null_data = in.u8() == 253;
   const auto q_before = q.bytes(), k_before = k.bytes();
+
+  if (slots_entry) {
+    // apply_to_slots: k's rows into a cache of its own geometry, token count and storage type
+    // (float keys also into fp16 and bf16 caches); apply_qk_to_slots: q in place or into q_out
+    // too. Bits of `opt`: 0 int32 slots, 1 q in place, 2-4 the cache inside k's buffer (0), the
+    // slots (1) or positions (2) inside the cache's, 5-6 an fp16 (1) or bf16 (2) cache (float
+    // keys, int64 positions: each storage pair and position type instantiates kernels).
+    const bool qk_slots = slots_entry == 2;
+    const std::uint8_t opt = in.u8(), shape = in.u8();
+    const bool slot32 = opt % 2 == 0, q_in_place = (opt & 2) != 0, null_slots = shape % 16 == 13;
+    const int place = (opt >> 2) % 8;
+    const std::ptrdiff_t n_slots = count(12);
+    const bool shapes_differ = shape % 16 == 14 || shape % 16 == 15;  // one head, 2 dims more
+    const geometry gc = decode_geometry(in, n_slots, k_heads + (shape % 16 == 15),
+                                        view_dim + 2 * (shape % 16 == 14));
+    if (!span_of(gc, lo, hi)) return;
+    const std::uint8_t place_byte = in.u8();
+    std::vector<std::int64_t> s64;
+    std::vector<std::int32_t> s32;
+    bool slots_ok = true;
+    for (std::size_t t = 0; t < n_pos; ++t) {
+      s64.push_back(decode_slot(in, s64, n_slots));
+      s32.push_back(static_cast<std::int32_t>(s64.back()));  // wraps: the value used counts
+      if (slot32) s64.back() = s32.back();
+      if (static_cast<std::ptrdiff_t>(t) < n_tokens)
+        slots_ok = slots_ok && s64.back() >= -1 && s64.back() < n_slots;
+    }
+    const std::vector<std::int32_t> s32_0 = s32, p32_0 = pos32v;
+    const std::vector<std::int64_t> s64_0 = s64, p64_0 = pos64;
+    const int fi = qk_slots ? 1 : 0;
+    auto with_cache = [&](auto ctag, auto ptag) {
+      using TC = typename decltype(ctag)::type;
+      using Pos = typename decltype(ptag)::type;
+      const Pos* positions;
+      if constexpr (std::is_same<Pos, std::int32_t>::value)
+        positions = pos32v.data();
+      else
+        positions = pos64.data();
+      buffer<TC> c;
+      buffer<T> qo;
+      c.allocate(gc, offset);
+      fill_canary(c);
+      if (qk_slots && !q_in_place) {
+        qo.allocate(gq_out, offset);
+        fill_canary(qo);
+      }
+      // The cache in k's buffer (its lowest element 0..7 elements in), or an array in the cache's
+      // buffer at byte 0, 8, ..., 56 (aligned for int64), when it fits.
+      TC* host = c.mem.get();
+      std::size_t host_size = c.size;
+      TC* c_data = c.data;
+      const void* slots_p = slot32 ? static_cast<const void*>(s32.data()) : s64.data();
+      const Pos* pos_p = null_positions ? nullptr : positions;
+      std::ptrdiff_t clo, chi;
+      span_of(gc, clo, chi);
+      const std::ptrdiff_t base = place_byte % 8 - clo;
+      const bool cache_in_k = std::is_same<T, TC>::value && place == 0 && base + clo >= 0 &&
+                              static_cast<std::size_t>(base + chi) <= k.size;
+      if (cache_in_k) {
+        host = reinterpret_cast<TC*>(k.mem.get());
+        host_size = k.size;
+        c_data = host + base;
+      }
+      const std::size_t slot_bytes = n_pos * (slot32 ? 4u : 8u), pos_bytes = n_pos * sizeof(Pos);
+      const std::size_t at = 8 * std::size_t{place_byte % 8u};
+      const bool slots_in_c = place == 1 && at + slot_bytes <= c.size * sizeof(TC);
+      const bool pos_in_c = place == 2 && pos_p && at + pos_bytes <= c.size * sizeof(TC);
+      if (slots_in_c || pos_in_c) {
+        unsigned char* dst = reinterpret_cast<unsigned char*>(c.mem.get()) + at;
+        std::memcpy(dst, slots_in_c ? slots_p : static_cast<const void*>(pos_p),
+                    slots_in_c ? slot_bytes : pos_bytes);
+        if (slots_in_c) slots_p = dst;
+        if (pos_in_c) pos_p = reinterpret_cast<const Pos*>(dst);
+      }
+      if (null_slots) slots_p = nullptr;
+      const auto c_before = c.bytes(), qo_before = qo.bytes();
+
+      const auto vq = view_of<const T>(q.data, gq);
+      const auto vk = view_of<const T>(null_data ? nullptr : k.data, gk);
+      const auto vqo = q_in_place ? view_of<T>(q.data, gq) : view_of<T>(qo.data, gq_out);
+      const auto vc = view_of<TC>(c_data, gc);
+      auto call = [&](auto sl) {
+        return qk_slots ? rope::apply_qk_to_slots<T>(*tab, vq, vqo, vk, vc, pos_p, sl, dir, rnd)
+                        : rope::apply_to_slots<T>(*tab, vk, vc, pos_p, sl, dir, rnd);
+      };
+      const rope::status st = slot32 ? call(static_cast<const std::int32_t*>(slots_p))
+                                     : call(static_cast<const std::int64_t*>(slots_p));
+      FUZZ_CHECK(s32 == s32_0 && s64 == s64_0 && pos32v == p32_0 && pos64 == p64_0, 0);
+      const int sti = static_cast<int>(st);
+      if (st != rope::status::ok) {
+        // Nothing written, and the status has a cause.
+        FUZZ_CHECK(q.unchanged(q_before) && k.unchanged(k_before), sti);
+        FUZZ_CHECK(c.unchanged(c_before) && qo.unchanged(qo_before), sti);
+        FUZZ_CHECK((st == rope::status::bad_option) == bad_option, sti);
+        if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok || !slots_ok, sti);
+        if (st == rope::status::null_pointer)
+          FUZZ_CHECK(null_data || null_positions || null_slots, sti);
+        if (st == rope::status::bad_dimension)
+          FUZZ_CHECK(n_tokens < 0 || k_heads < 0 || n_slots < 0 || view_dim < d || shapes_differ ||
+                         (qk_slots && q_heads < 0),
+                     n_tokens, n_slots);
+        if (st == rope::status::overlapping_buffers)
+          FUZZ_CHECK(cache_in_k || slots_in_c || pos_in_c, place, place_byte);
+        ++rope_fuzz_outcomes[1 + sti];
+        ++slot_outcomes[fi][1 + sti];
+        return;
+      }
+
+      // Success: the call must have been valid.
+      const bool key_work = n_tokens > 0 && k_heads > 0;
+      const bool q_work = qk_slots && n_tokens > 0 && q_heads > 0;
+      FUZZ_CHECK(!bad_option && !shapes_differ && n_slots >= 0, n_slots, 0);
+      FUZZ_CHECK(n_tokens >= 0 && k_heads >= 0 && (!qk_slots || q_heads >= 0), n_tokens, k_heads);
+      if (key_work || q_work)
+        FUZZ_CHECK(positions_ok && !null_positions && view_dim >= d, n_tokens, view_dim);
+      std::vector<unsigned char> mk, mc;
+      if (key_work) {
+        FUZZ_CHECK(slots_ok && !null_slots && !null_data, n_tokens, 1);
+        FUZZ_CHECK(cover(k.mem.get(), k.size, k.data, gk, mk), 2);
+        FUZZ_CHECK(cover(host, host_size, c_data, gc, mc), 3);
+        for (std::size_t e = 0; cache_in_k && e < k.size; ++e)
+          FUZZ_CHECK(!(mk[e] && mc[e]), static_cast<long long>(e));
+        // The positions and slots lie outside the cache's extent (the span of its rows).
+        auto outside = [&](const void* p, std::size_t bytes) {
+          const auto p0 = reinterpret_cast<std::uintptr_t>(p);
+          return chi == clo || p0 + bytes <= reinterpret_cast<std::uintptr_t>(c_data + clo) ||
+                 reinterpret_cast<std::uintptr_t>(c_data + chi) <= p0;
+        };
+        FUZZ_CHECK(outside(pos_p, pos_bytes) && outside(slots_p, slot_bytes), place, 4);
+      }
+      if (q_work)
+        FUZZ_CHECK(cover(q.mem.get(), q.size, q.data, gq, mk) &&
+                       (q_in_place || cover(qo.mem.get(), qo.size, qo.data, gq_out, mk)),
+                   5);
+
+      // The reference, in copies of every buffer's bytes: q rotated alone (in place, or into
+      // q_out), then each token's rows (rope::apply of that token alone, from the original
+      // input) written into its slot in token order, both on the scalar path. Rotated elements
+      // must equal it (same_results), every other byte stays as it was.
+      const auto k_orig = copy_of<T>(k_before), ref_k = copy_of<T>(k_before);
+      const auto ref_q = copy_of<T>(q_before), ref_qo = copy_of<T>(qo_before);
+      const auto ref_c = copy_of<TC>(c_before);
+      TC* ref_host = cache_in_k ? reinterpret_cast<TC*>(ref_k.get()) : ref_c.get();
+      std::vector<unsigned char> rot_q(q.size), rot_k(k.size), rot_c(c.size), rot_qo(qo.size);
+      std::vector<unsigned char>& rot_host = cache_in_k ? rot_k : rot_c;
+      auto mark_rows = [&](std::vector<unsigned char>& m, std::ptrdiff_t at0, const geometry& g) {
+        for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
+          for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
+            for (std::ptrdiff_t i = 0; i < d; ++i)
+              m[static_cast<std::size_t>(at0 + t * g.token_stride + h * g.head_stride + i)] = 1;
+      };
+      const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo.data - qo.mem.get();
+      if (q_work) {
+        const rope::status sq = on_scalar_path([&] {
+          const auto qi = view_of<const T>(ref_q.get() + q_at, gq);
+          const auto qv = q_in_place ? view_of<T>(ref_q.get() + q_at, gq)
+                                     : view_of<T>(ref_qo.get() + qo_at, gq_out);
+          return rope::apply<T>(*tab, qi, qv, positions, dir, rnd);
+        });
+        FUZZ_CHECK(sq == rope::status::ok, static_cast<int>(sq));
+        mark_rows(q_in_place ? rot_q : rot_qo, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out);
+      }
+      const T* k_in = k_orig.get() + (k.data - k.mem.get());
+      // The token each slot holds at the end.
+      std::vector<std::ptrdiff_t> last(static_cast<std::size_t>(n_slots > 0 ? n_slots : 0), -1);
+      geometry g1 = gk, gc1 = gc;
+      g1.n_tokens = gc1.n_tokens = 1;
+      for (std::ptrdiff_t t = 0; key_work && t < n_tokens; ++t) {
+        const std::size_t ut = static_cast<std::size_t>(t);
+        if (s64[ut] < 0) continue;
+        const std::ptrdiff_t to = (c_data - host) + s64[ut] * gc.token_stride;
+        const auto vi = view_of<const T>(k_in + t * gk.token_stride, g1);
+        const auto vo = view_of<TC>(ref_host + to, gc1);
+        const rope::status sk =
+            on_scalar_path([&] { return rope::apply<T>(*tab, vi, vo, positions + t, dir, rnd); });
+        FUZZ_CHECK(sk == rope::status::ok, static_cast<int>(sk), t);
+        mark_rows(rot_host, to, gc1);
+        last[static_cast<std::size_t>(s64[ut])] = t;
+      }
+      auto same_as = [](const auto& b, const auto* ref, const std::vector<unsigned char>& rot) {
+        for (std::size_t e = 0; e < b.size; ++e)
+          FUZZ_CHECK(rot[e] ? same_results(&b.mem[e], &ref[e], 1)
+                            : std::memcmp(&b.mem[e], &ref[e], sizeof ref[e]) == 0,
+                     static_cast<long long>(e));
+      };
+      same_as(q, ref_q.get(), rot_q);
+      same_as(k, ref_k.get(), rot_k);
+      same_as(c, ref_c.get(), rot_c);
+      same_as(qo, ref_qo.get(), rot_qo);
+      if constexpr (std::is_same<T, TC>::value)  // each slot's final row (float and double)
+        for (std::size_t sl = 0; sl < last.size(); ++sl)
+          for (std::ptrdiff_t h = 0; last[sl] >= 0 && h < gk.n_heads; ++h) {
+            const std::ptrdiff_t t = last[sl];
+            check_accuracy<T>(*tab, k_in + t * gk.token_stride + h * gk.head_stride,
+                              c_data + static_cast<std::ptrdiff_t>(sl) * gc.token_stride +
+                                  h * gc.head_stride,
+                              pos64[static_cast<std::size_t>(t)], d, inverse);
+          }
+      ++rope_fuzz_outcomes[key_work || q_work ? 8 : 1];
+      ++slot_outcomes[fi][key_work || q_work ? 8 : 1];
+    };
+    if constexpr (std::is_same<T, float>::value) {
+      if (!pos32 && (opt >> 5) % 4 == 1)
+        return with_cache(type_tag<rope::float16>{}, type_tag<std::int64_t>{});
+      if (!pos32 && (opt >> 5) % 4 == 2)
+        return with_cache(type_tag<rope::bfloat16>{}, type_tag<std::int64_t>{});
+    }
+    if (pos32) return with_cache(type_tag<T>{}, type_tag<std::int32_t>{});
+    return with_cache(type_tag<T>{}, type_tag<std::int64_t>{});
+  }
 
   if (entry == 7) {  // one head vector: apply(tab, position, x) / apply(tab, position, in, out, D)
     const std::ptrdiff_t D = s.head_dim;

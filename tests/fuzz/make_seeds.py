@@ -6,11 +6,11 @@ import os
 import struct
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
-FLOAT, DOUBLE = 0, 1
+FLOAT, DOUBLE, BF16 = 0, 1, 3
 INTER, HALF = 1, 0          # layout byte parity; 15 -> invalid layout 3
 ROT_FULL, ROT_HALF, ROT_ODD = 0, 2, 6
 BASE_1E4, BASE_5E5, BASE_1E6, BASE_1E7, BASE_NAN = 0, 3, 4, 5, 7
-OUT_OF_PLACE, IN_PLACE, QK, VECTOR = 0, 3, 5, 7
+OUT_OF_PLACE, IN_PLACE, QK, VECTOR, SLOTS, QK_SLOTS = 0, 3, 5, 7, 8, 10
 PACKED, PADDED, HEAD_MAJOR, OVERLAP = 0, 3, 5, 6
 
 
@@ -55,6 +55,27 @@ def ramp(n):
     return bytes((37 * i + 11) % 256 for i in range(n))
 
 
+# The slots entry points: the bytes after the payload fills of q and k (mode 1: one byte an
+# element; q_size and k_size: the elements of their buffers). opt bit 0: int64 slots; bit 1: q
+# in place; bits 2-4: 0 the cache inside k's buffer, 1 the slots, 2 the positions inside the
+# cache's, 3 none; bits 5-6: 1 an fp16, 2 a bf16 cache (float keys, int64 positions).
+NO_PLACE, SLOTS64, Q_IN_PLACE, FP16_CACHE = 3 << 2, 1, 2, 1 << 5
+SKIP, RUN, PAST = 4, 0, 8  # slot -1, the previous slot + 1, the cache's token count
+
+
+def slot(v):  # a slot in range (v < 16)
+    return (v << 4) | 11
+
+
+def repeat(back):  # the slot of the token `back` tokens earlier
+    return 6 | ((back - 1) << 4)
+
+
+def slots_tail(q_size, k_size, opt, slots, n_slots=8, geo_c=(0, PACKED), place_byte=0):
+    return (ramp(q_size) + bytes([1]) + ramp(k_size) + bytes([0, opt, 0, n_slots]) + bytes(geo_c)
+            + bytes([place_byte]) + bytes(slots))
+
+
 seeds = {
     "float_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(positions=[in_range(0), in_range(1), in_range(4095)], payload=ramp(3000)),
@@ -87,6 +108,33 @@ seeds = {
     "float_half_hd128_yarn_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4, scaling=YARN_F4)
     + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
     "invalid_longrope_list_length": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4, scaling=LONGROPE_BAD_LIST),
+    "float_slots_decode_int32": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(entry=SLOTS, tokens=4, qh=1, kh=2,
+          positions=[in_range(10), in_range(200), in_range(7), in_range(4000)],
+          payload=slots_tail(4 * 128, 4 * 2 * 128, NO_PLACE, [slot(5), SKIP, slot(2), slot(7)])),
+    "float_slots_prefill_fp16_head_major_repeat": spec(FLOAT, INTER, 64, ROT_FULL, BASE_5E5)
+    + run(entry=SLOTS, pos32=False, tokens=5, qh=1, kh=2, positions=[in_range(p) for p in range(100, 105)],
+          payload=slots_tail(5 * 64, 5 * 2 * 64, NO_PLACE | SLOTS64 | FP16_CACHE,
+                             [slot(3), RUN, RUN, RUN, repeat(2)], n_slots=10, geo_c=(2, HEAD_MAJOR))),
+    "double_slots_repeat_int64_padded": spec(DOUBLE, HALF, 80, ROT_HALF, BASE_1E6)
+    + run(entry=SLOTS, tokens=4, qh=1, kh=3, positions=[in_range(1), in_range(2), in_range(3), in_range(4)],
+          payload=slots_tail(4 * 80, 4 * 3 * 80, NO_PLACE | SLOTS64,
+                             [slot(1), slot(1), SKIP, slot(0)], n_slots=3, geo_c=(3, PADDED))),
+    "float_slots_past_cache": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=SLOTS, tokens=2, qh=1, kh=1, positions=[in_range(1), in_range(2)],
+          payload=slots_tail(2 * 64, 2 * 64, NO_PLACE, [slot(1), PAST], n_slots=4)),
+    "float_slots_array_inside_cache": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=SLOTS, tokens=2, qh=1, kh=1, positions=[in_range(1), in_range(2)],
+          payload=slots_tail(2 * 64, 2 * 64, 1 << 2, [slot(0), slot(3)], n_slots=4)),
+    "float_slots_cache_inside_keys": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=SLOTS, tokens=3, qh=1, kh=1, positions=[in_range(1), in_range(2), in_range(3)],
+          payload=slots_tail(3 * 64, 3 * 64, 0, [slot(0), slot(1), SKIP], n_slots=2)),
+    "float_qk_slots_q_in_place": spec(FLOAT, HALF, 128, ROT_HALF, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=3, qh=4, kh=2, positions=[in_range(9), in_range(99), in_range(999)],
+          payload=slots_tail(3 * 4 * 128, 3 * 2 * 128, NO_PLACE | Q_IN_PLACE, [slot(6), SKIP, slot(0)])),
+    "bf16_qk_slots_out_of_place": spec(BF16, INTER, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=3, qh=2, kh=1, positions=[in_range(5), in_range(6), in_range(7)],
+          payload=slots_tail(3 * 2 * 64, 3 * 64, NO_PLACE, [slot(2), RUN, RUN], n_slots=5)),
 }
 
 os.makedirs(HERE, exist_ok=True)
