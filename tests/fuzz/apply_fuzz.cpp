@@ -364,6 +364,27 @@ bool cover(const T* mem, std::size_t size, const T* data, const geometry& g,
   return true;
 }
 
+// Marks the rotary block [0, d) of every row of g, whose first row starts `at` elements into
+// its buffer, in `rotated` (one entry per element of that buffer; marks accumulate).
+void mark_rotary(std::vector<unsigned char>& rotated, std::ptrdiff_t at, const geometry& g,
+                 std::ptrdiff_t d) {
+  for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
+    for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
+      for (std::ptrdiff_t i = 0; i < d; ++i)
+        rotated[static_cast<std::size_t>(at + t * g.token_stride + h * g.head_stride + i)] = 1;
+}
+
+// A buffer of n elements against its reference: the marked (rotated) elements as
+// same_results, every other one byte for byte.
+template <class T>
+void check_like_reference(const T* mem, const T* ref, const std::vector<unsigned char>& rotated,
+                          std::size_t n) {
+  for (std::size_t e = 0; e < n; ++e)
+    FUZZ_CHECK(rotated[e] ? same_results(&mem[e], &ref[e], 1)
+                          : std::memcmp(&mem[e], &ref[e], sizeof(T)) == 0,
+               static_cast<long long>(e));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Positions.
 
@@ -776,12 +797,6 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       TC* ref_host = cache_in_k ? reinterpret_cast<TC*>(ref_k.get()) : ref_c.get();
       std::vector<unsigned char> rot_q(q.size), rot_k(k.size), rot_c(c.size), rot_qo(qo.size);
       std::vector<unsigned char>& rot_host = cache_in_k ? rot_k : rot_c;
-      auto mark_rows = [&](std::vector<unsigned char>& m, std::ptrdiff_t at0, const geometry& g) {
-        for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
-          for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
-            for (std::ptrdiff_t i = 0; i < d; ++i)
-              m[static_cast<std::size_t>(at0 + t * g.token_stride + h * g.head_stride + i)] = 1;
-      };
       const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo.data - qo.mem.get();
       if (q_work) {
         const rope::status sq = on_scalar_path([&] {
@@ -791,7 +806,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
           return rope::apply<T>(*tab, qi, qv, positions, dir, rnd);
         });
         FUZZ_CHECK(sq == rope::status::ok, static_cast<int>(sq));
-        mark_rows(q_in_place ? rot_q : rot_qo, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out);
+        mark_rotary(q_in_place ? rot_q : rot_qo, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out,
+                    d);
       }
       const T* k_in = k_orig.get() + (k.data - k.mem.get());
       // The token each slot holds at the end.
@@ -807,19 +823,13 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         const rope::status sk =
             on_scalar_path([&] { return rope::apply<T>(*tab, vi, vo, positions + t, dir, rnd); });
         FUZZ_CHECK(sk == rope::status::ok, static_cast<int>(sk), t);
-        mark_rows(rot_host, to, gc1);
+        mark_rotary(rot_host, to, gc1, d);
         last[static_cast<std::size_t>(s64[ut])] = t;
       }
-      auto same_as = [](const auto& b, const auto* ref, const std::vector<unsigned char>& rot) {
-        for (std::size_t e = 0; e < b.size; ++e)
-          FUZZ_CHECK(rot[e] ? same_results(&b.mem[e], &ref[e], 1)
-                            : std::memcmp(&b.mem[e], &ref[e], sizeof ref[e]) == 0,
-                     static_cast<long long>(e));
-      };
-      same_as(q, ref_q.get(), rot_q);
-      same_as(k, ref_k.get(), rot_k);
-      same_as(c, ref_c.get(), rot_c);
-      same_as(qo, ref_qo.get(), rot_qo);
+      check_like_reference(q.mem.get(), ref_q.get(), rot_q, q.size);
+      check_like_reference(k.mem.get(), ref_k.get(), rot_k, k.size);
+      check_like_reference(c.mem.get(), ref_c.get(), rot_c, c.size);
+      check_like_reference(qo.mem.get(), ref_qo.get(), rot_qo, qo.size);
       if constexpr (std::is_same<T, TC>::value)  // each slot's final row (float and double)
         for (std::size_t sl = 0; sl < last.size(); ++sl)
           for (std::ptrdiff_t h = 0; last[sl] >= 0 && h < gk.n_heads; ++h) {
@@ -1046,19 +1056,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // The rotated block of each row may differ from the reference only by a NaN's sign or
     // payload; every other element of the buffer byte for byte.
     std::vector<unsigned char> rotated(q.size, 0);
-    auto mark_rotated = [&](const T* data, const geometry& g) {
-      for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
-        for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
-          for (std::ptrdiff_t i = 0; i < d; ++i)
-            rotated[static_cast<std::size_t>((data - q.mem.get()) + t * g.token_stride +
-                                             h * g.head_stride + i)] = 1;
-    };
-    if (q_work) mark_rotated(q.data, gq);
-    mark_rotated(k_data, gk);
-    for (std::size_t e = 0; e < q.size; ++e)
-      FUZZ_CHECK(rotated[e] ? same_results(&q.mem[e], &ref[e], 1)
-                            : std::memcmp(&q.mem[e], &ref[e], sizeof(T)) == 0,
-                 static_cast<long long>(e));
+    if (q_work) mark_rotary(rotated, q.data - q.mem.get(), gq, d);
+    mark_rotary(rotated, k_data - q.mem.get(), gk, d);
+    check_like_reference(q.mem.get(), ref.get(), rotated, q.size);
     FUZZ_CHECK(k.unchanged(k_before), 0);
     return;
   }
