@@ -1011,9 +1011,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                           const T* src_data, const geometry& gi, const T* out_mem,
                           std::size_t out_size, const T* out_data, const geometry& go,
                           const std::vector<unsigned char>& out_before) {
-    const std::size_t src_elems = src_before.size() / sizeof(T);
-    std::unique_ptr<T[]> ref(new T[src_elems]);
-    std::memcpy(static_cast<void*>(ref.get()), src_before.data(), src_before.size());
+    const auto ref = copy_of<T>(src_before);
     T* ref_data = ref.get() + (src_data - src_mem);
     const rope::status s2 = rotate_alone(ref_data, gi);
     FUZZ_CHECK(s2 == rope::status::ok, static_cast<int>(s2));
@@ -1045,8 +1043,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // q and k rotated in q's buffer: the reference rotates q, then k, in a copy of its bytes
     // (their rows are disjoint, checked above); every byte of the buffer must equal it, and
     // k's own buffer stays untouched.
-    std::unique_ptr<T[]> ref(new T[q.size]);
-    std::memcpy(static_cast<void*>(ref.get()), q_before.data(), q_before.size());
+    const auto ref = copy_of<T>(q_before);
     if (q_work) {
       const rope::status sq = rotate_alone(ref.get() + (q.data - q.mem.get()), gq);
       FUZZ_CHECK(sq == rope::status::ok, static_cast<int>(sq));
