@@ -3,11 +3,12 @@
 // Every input decodes into: a storage type, a layout, head_dim (0..1024), rotary_dim (valid or
 // not), a base (valid or not), a table (length and mode), an entry point (apply out of place,
 // apply in place, apply_qk, the single-vector forms, apply_to_slots and apply_qk_to_slots of
-// rope/slots.hpp), q and k head counts, strides (packed, padded, head-major, or raw values
-// including zero, negative and overlapping), an element offset, positions (int32 or int64:
-// negative, huge, near 2^24, 2^31 and 2^32), a direction and 16-bit rounding (rope::rounding;
-// now and then a value outside its enumeration), and payload bytes (which give NaN, Inf and
-// denormals).
+// rope/slots.hpp, apply_mrope and apply_qk_mrope of rope/mrope.hpp, shift_positions and
+// rerotate of rope/scaling.hpp), q and k head counts, strides (packed, padded, head-major, or
+// raw values including zero, negative and overlapping), an element offset, positions (int32 or
+// int64: negative, huge, near 2^24, 2^31 and 2^32), a direction and 16-bit rounding
+// (rope::rounding; now and then a value outside its enumeration), and payload bytes (which give
+// NaN, Inf and denormals).
 //
 // Buffers are allocated with exactly the elements the views span (ASan flags any access past
 // them), and the gaps between rows are filled too, so a write anywhere it should not be is
@@ -31,9 +32,12 @@
 //    keys' buffer or the slots or positions inside the cache's; on success each written cache
 //    row is rope::apply of its token alone (scalar path) and the later token's for a repeated
 //    slot, the queries rope::apply's, and every other byte (rows of unwritten slots, gaps, the
-//    input) unchanged. "Bitwise" means every rotated result's bits, except that a NaN result
-//    need only be NaN (same_results); the pass-through block and everything outside the rows
-//    stay byte for byte.
+//    input) unchanged. M-RoPE: the apply and apply_qk checks, with sections (consecutive or
+//    interleaved, now and then invalid) and three position streams (now and then one null or
+//    inside the output's buffer), each pair's reference rope::apply at its stream's position.
+//    shift_positions and rerotate: see run_shift. "Bitwise" means every rotated result's bits,
+//    except that a NaN result need only be NaN (same_results); the pass-through block and
+//    everything outside the rows stay byte for byte.
 //
 // Build: cmake --workflow --preset fuzz (Clang, -fsanitize=fuzzer,address,undefined); the
 // replay driver (replay_main.cpp) runs the same function over tests/fuzz/corpus in every build.
@@ -385,6 +389,18 @@ void check_like_reference(const T* mem, const T* ref, const std::vector<unsigned
                static_cast<long long>(e));
 }
 
+// A count from 0 to max, or -1 (byte 255).
+std::ptrdiff_t decode_count(reader& in, std::uint8_t max) {
+  const std::uint8_t b = in.u8();
+  return b == 255 ? -1 : static_cast<std::ptrdiff_t>(b % (max + 1));
+}
+
+// The views' head dim: head_dim, now and then shorter than the rotary block d, or 0.
+std::ptrdiff_t decode_view_dim(reader& in, std::ptrdiff_t head_dim, std::ptrdiff_t d) {
+  const std::uint8_t b = in.u8();
+  return b == 250 ? d - 1 : (b == 251 ? 0 : head_dim);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Positions.
 
@@ -416,6 +432,70 @@ std::int64_t decode_position(reader& in, std::int64_t length) {
       return static_cast<std::int64_t>(in.raw<std::uint32_t>() %
                                        static_cast<std::uint64_t>(length));
   }
+}
+
+// M-RoPE sections (rope/mrope.hpp) for P pairs, consecutive or interleaved, and stream_of[j],
+// pair j's stream (0 temporal, 1 height, 2 width), built from them as Qwen2-VL (consecutive
+// runs) and Qwen3-VL (height at pairs 1, 4, 7, ..., width at 2, 5, 8, ..., the rest temporal)
+// assign pairs. Three inputs in eight give sections that may not assign exactly the P pairs:
+// one pair too many, a count lowered by one (negative from 0), or more interleaved height pairs
+// than there are pairs j % 3 == 1. Returns whether they assign them.
+bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& sec,
+                     std::vector<int>& stream_of) {
+  const std::uint8_t b = in.u8();
+  sec.interleaved = b % 2 == 1;
+  std::ptrdiff_t most_h = 0, most_w = 0;  // pairs j % 3 == 1 and j % 3 == 2
+  for (std::ptrdiff_t j = 0; j < P; ++j) {
+    most_h += j % 3 == 1;
+    most_w += j % 3 == 2;
+  }
+  const std::ptrdiff_t h = in.u8() % ((sec.interleaved ? most_h : P) + 1);
+  const std::ptrdiff_t w = in.u8() % ((sec.interleaved ? most_w : P - h) + 1);
+  sec.height = static_cast<int>(h);
+  sec.width = static_cast<int>(w);
+  sec.temporal = static_cast<int>(P - h - w);
+  switch ((b >> 1) % 8) {
+    case 5:
+      ++sec.temporal;
+      break;
+    case 6:
+      --sec.height;
+      ++sec.temporal;
+      break;
+    case 7:
+      sec.height = static_cast<int>(most_h + 1);
+      sec.temporal = static_cast<int>(P - most_h - 1 - w);
+      break;
+    default:
+      break;
+  }
+  if (sec.temporal < 0 || sec.height < 0 || sec.width < 0 ||
+      std::ptrdiff_t{sec.temporal} + sec.height + sec.width != P)
+    return false;
+  stream_of.assign(static_cast<std::size_t>(P), 0);
+  for (int i = 0; i < sec.height; ++i) {
+    const std::ptrdiff_t j = sec.interleaved ? 3 * i + 1 : sec.temporal + i;
+    if (j >= P) return false;
+    stream_of[static_cast<std::size_t>(j)] = 1;
+  }
+  for (int i = 0; i < sec.width; ++i) {
+    const std::ptrdiff_t j = sec.interleaved ? 3 * i + 2 : sec.temporal + sec.height + i;
+    if (j >= P) return false;
+    stream_of[static_cast<std::size_t>(j)] = 2;
+  }
+  return true;
+}
+
+// Whether `bytes` bytes at p lie outside the extent (lowest to highest element) of g's rows at
+// data; a view without rows has none.
+template <class T>
+bool outside_rows(const void* p, std::size_t bytes, const T* data, const geometry& g) {
+  std::ptrdiff_t lo, hi;
+  span_of(g, lo, hi);
+  if (g.n_tokens <= 0 || g.n_heads <= 0 || hi == lo) return true;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return a + bytes <= reinterpret_cast<std::uintptr_t>(data + lo) ||
+         reinterpret_cast<std::uintptr_t>(data + hi) <= a;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,21 +530,30 @@ std::int64_t decode_slot(reader& in, const std::vector<std::int64_t>& prev, std:
   return n_slots > 0 ? (k >> 4) % n_slots : -1;
 }
 
-// Outcomes of apply_to_slots [0] and apply_qk_to_slots [1], indexed as rope_fuzz_outcomes (which
-// counts them too), printed at exit: after the replay driver's summary, at libFuzzer's end.
-long slot_outcomes[2][9] = {};
-struct slot_summary {
-  ~slot_summary() {
+// Outcomes of the entry points added after the first seeds (apply_to_slots, apply_qk_to_slots,
+// apply_mrope, apply_qk_mrope, shift_positions and rerotate), indexed as rope_fuzz_outcomes
+// (which counts them too), printed at exit: after the replay driver's summary, at libFuzzer's end.
+enum entry_index { e_slots, e_qk_slots, e_mrope, e_qk_mrope, e_shift, e_rerotate, n_entries };
+long entry_outcomes[n_entries][9] = {};
+struct entry_summary {
+  ~entry_summary() {
+    const char* entries[n_entries] = {"apply_to_slots", "apply_qk_to_slots", "apply_mrope",
+                                      "apply_qk_mrope", "shift_positions",   "rerotate"};
     const char* names[9] = {"", "ok, nothing to do", "null_pointer", "bad_dimension",
                             "bad_stride", "overlapping_buffers", "position_out_of_range",
                             "bad_option", "ok, rows rotated"};
-    for (int f = 0; f < 2; ++f)
+    for (int f = 0; f < n_entries; ++f)
       for (int i = 1; i < 9; ++i)
-        if (slot_outcomes[f][i])
-          std::printf("  %-17s %-22s %ld\n", f ? "apply_qk_to_slots" : "apply_to_slots", names[i],
-                      slot_outcomes[f][i]);
+        if (entry_outcomes[f][i])
+          std::printf("  %-17s %-22s %ld\n", entries[f], names[i], entry_outcomes[f][i]);
   }
-} slot_summary_at_exit;
+} entry_summary_at_exit;
+
+// One more outcome (index as rope_fuzz_outcomes) of entry point e.
+void count_outcome(int e, int index) {
+  ++rope_fuzz_outcomes[index];
+  ++entry_outcomes[e][index];
+}
 
 template <class U>
 struct type_tag {
@@ -481,9 +570,22 @@ std::unique_ptr<U[]> copy_of(const std::vector<unsigned char>& bytes) {
 // ---------------------------------------------------------------------------------------------
 // The accuracy check of a successful out-of-place call (float and double storage).
 
-template <class T>
-void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in, const T* out,
-                    std::int64_t p, std::ptrdiff_t rotary_dim, bool inverse) {
+// The elements of pair j of a row with P pairs: (2j, 2j + 1) interleaved, (j, j + P) half-split.
+std::pair<std::size_t, std::size_t> pair_elements(bool interleaved, std::size_t j, std::size_t P) {
+  return interleaved ? std::make_pair(2 * j, 2 * j + 1) : std::make_pair(j, j + P);
+}
+
+// Whether (y0, y1) lies within `bound` of (x0, x1) rotated by phi and scaled by a.
+bool near_rotation(long double x0, long double x1, long double y0, long double y1,
+                   long double phi, long double a, long double bound) {
+  const long double c = a * std::cos(phi), s = a * std::sin(phi);
+  return std::fabs(y0 - (c * x0 - s * x1)) <= bound && std::fabs(y1 - (s * x0 + c * x1)) <= bound;
+}
+
+// pos_of(j): the position pair j was rotated by (one per token; M-RoPE: its stream's).
+template <class T, class PosOf>
+void check_accuracy_pairs(const rope::table<rope::compute_type_t<T>>& tab, const T* in,
+                          const T* out, PosOf pos_of, std::ptrdiff_t rotary_dim, bool inverse) {
   using R = rope::compute_type_t<T>;
   if constexpr (std::is_same<T, R>::value) {
     using ld = long double;
@@ -491,7 +593,7 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
     const std::size_t P = static_cast<std::size_t>(rotary_dim / 2);
     const bool inter = tab.layout() == rope::layout::interleaved;
     for (std::size_t j = 0; j < P; ++j) {
-      const std::size_t i0 = inter ? 2 * j : j, i1 = inter ? 2 * j + 1 : j + P;
+      const auto [i0, i1] = pair_elements(inter, j, P);
       const ld x0 = in[i0], x1 = in[i1];
       if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
       const ld r = std::hypot(x0, x1);
@@ -501,13 +603,13 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
       if (r > std::numeric_limits<R>::max() / 16 || std::fabs(a) * r > std::numeric_limits<R>::max() / 16 ||
           std::fabs(a) > std::numeric_limits<R>::max() / 16)
         continue;
+      const std::int64_t p = pos_of(j);
       const ld phi =
           (inverse ? -1.0L : 1.0L) * static_cast<ld>(p) * static_cast<ld>(tab.inv_freq()[j]);
       // The reference angle is a long double product, off by up to |phi| * 2^-64: past 2^32 rad
       // (only absurd scaled frequencies get there; positions stay below 2^32 and real w_j <= 1)
       // that exceeds what the bound can tell apart, so such pairs are not checked here.
       if (std::fabs(phi) > 0x1p32L) continue;
-      const ld c = a * std::cos(phi), s = a * std::sin(phi);
       const ld theta = std::fabs(phi);
       // float: 3u r; double: (3 + |theta|) u r (rope/apply.hpp); plus the absolute error of
       // products that land among the denormals.
@@ -516,10 +618,257 @@ void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in
       const ld dmin = static_cast<ld>(std::numeric_limits<R>::denorm_min());
       const ld bound = (std::is_same<R, float>::value ? 3 : 3 + theta) * u * r * a + 4 * dmin +
                        2 * r * dmin;
-      const ld e0 = std::fabs(static_cast<ld>(out[i0]) - (c * x0 - s * x1));
-      const ld e1 = std::fabs(static_cast<ld>(out[i1]) - (s * x0 + c * x1));
-      if (!(e0 <= bound && e1 <= bound))
+      if (!near_rotation(x0, x1, out[i0], out[i1], phi, a, bound))
         fail("rotated pair outside the accuracy bound", p, static_cast<long long>(j));
+    }
+  }
+}
+
+template <class T>
+void check_accuracy(const rope::table<rope::compute_type_t<T>>& tab, const T* in, const T* out,
+                    std::int64_t p, std::ptrdiff_t rotary_dim, bool inverse) {
+  check_accuracy_pairs<T>(tab, in, out, [p](std::size_t) { return p; }, rotary_dim, inverse);
+}
+
+// ---------------------------------------------------------------------------------------------
+// shift_positions and rerotate (rope/scaling.hpp): cached keys rotated again, no table.
+
+double decode_scaling_number(reader& in);
+
+// Frequencies rerotate and shift_positions must take (their documented contract): an even
+// rotary dim in [2, max_rotary_dim] with one w_j per pair, each w_j >= 0 and below 2^990, and a
+// positive finite attention factor.
+bool frequencies_valid(const rope::frequencies& fr) {
+  if (fr.rotary_dim < 2 || fr.rotary_dim % 2 != 0 || fr.rotary_dim > rope::max_rotary_dim ||
+      fr.inv_freq.size() != static_cast<std::size_t>(fr.rotary_dim / 2))
+    return false;
+  for (double w : fr.inv_freq)
+    if (!(w >= 0.0 && w < 0x1p990)) return false;
+  return fr.attention_factor > 0.0 && std::isfinite(fr.attention_factor);
+}
+
+// A shift: small either way, 0, about +-2^32 (the position limit), or any 64-bit value.
+std::int64_t decode_delta(reader& in) {
+  const std::uint8_t b = in.u8();
+  const std::int64_t near = (b >> 3) % 3 - 1;
+  switch (b % 8) {
+    case 0:
+      return 0;
+    case 4:
+      return (std::int64_t{1} << 32) + near;
+    case 5:
+      return -(std::int64_t{1} << 32) + near;
+    case 6:
+      return in.raw<std::int64_t>();
+    default:
+      return (b >> 3) % 17 - 8;
+  }
+}
+
+// One input for shift_positions (keys at p move to p + delta) or rerotate (from f to `to`, a
+// copy of f now and then changed: another attention factor, the unscaled frequencies, one w_j
+// scaled or made invalid, another rotary dim or list length). Keys in place, out of place into
+// their own buffer, or moved within one buffer by 1-3 whole tokens either way (a cache that
+// dropped or opens tokens: accepted for some layouts, refused as overlapping for others).
+// Errors: nothing written, and a cause in the input. Success: the call was valid; the result
+// equals the same call from a copy of the keys into a separate buffer (for a move: the buffer
+// is its original bytes with the output rows replaced, whatever the order the rows were
+// visited in), in place equals out of place, every byte outside the output rows unchanged, and
+// (float, double) each pair within its bound of a long double rotation by
+// (p + delta) w_to - p w_from, scaled by A_to / A_from.
+template <class T>
+void run_shift(reader& in, const rope::spec& s, const rope::frequencies& f) {
+  using R = rope::compute_type_t<T>;
+  const std::uint8_t opt = in.u8();
+  const bool pos32 = opt % 2 == 0;
+  const int how = (opt >> 1) % 4;  // 0 in place, 1 and 3 out of place, 2 moved in one buffer
+  const bool rerot = (opt & 0x08) != 0;
+  const bool bad_layout = (opt & 0xF0) == 0xF0;
+  const rope::layout l =
+      bad_layout ? static_cast<rope::layout>((opt >> 2) % 2 ? 3 : 0) : s.layout;
+  const int e = rerot ? e_rerotate : e_shift;
+
+  rope::frequencies to = f;
+  if (rerot) {
+    const std::uint8_t tb = in.u8();
+    const std::size_t pick = to.inv_freq.empty() ? 0 : (tb >> 3) % to.inv_freq.size();
+    switch (tb % 8) {
+      case 0:
+        to.attention_factor *= decode_scaling_number(in);
+        break;
+      case 1:
+        to = rope::default_frequencies(s);
+        break;
+      case 2:
+        to.inv_freq[pick] *= 0.5 + in.u8() % 8;
+        break;
+      case 3: {
+        const double odd[6] = {0x1p990, 0x1p989, -1.0, std::numeric_limits<double>::quiet_NaN(),
+                               std::numeric_limits<double>::infinity(), 0.0};
+        to.inv_freq[pick] = odd[in.u8() % 6];
+        break;
+      }
+      case 4:
+        to.rotary_dim += 2;
+        to.inv_freq.push_back(1e-4);
+        break;
+      case 5:
+        to.inv_freq.pop_back();
+        break;
+      default:
+        break;
+    }
+  }
+  const bool freqs_ok = frequencies_valid(f) && frequencies_valid(to) &&
+                        f.rotary_dim == to.rotary_dim &&
+                        std::isfinite(to.attention_factor / f.attention_factor);
+  const std::int64_t delta = rerot ? 0 : decode_delta(in);
+
+  const std::ptrdiff_t n_tokens = decode_count(in, 6), n_heads = decode_count(in, 3);
+  const std::ptrdiff_t d = s.rotary_dim, view_dim = decode_view_dim(in, s.head_dim, d);
+  const geometry g = decode_geometry(in, n_tokens, n_heads, view_dim);
+  const geometry go = how % 2 == 1 && in.u8() % 4 == 0
+                          ? decode_geometry(in, n_tokens, n_heads, view_dim)
+                          : g;
+  // A move by k tokens: the buffer holds |k| tokens more; in's rows k tokens above out's.
+  const std::uint8_t move = how == 2 ? in.u8() : 0;
+  const std::ptrdiff_t k = how == 2 ? (1 + move % 3) * ((move >> 2) % 2 ? 1 : -1) : 0;
+  geometry galloc = g;
+  if (how == 2 && n_tokens >= 0) galloc.n_tokens = n_tokens + (k > 0 ? k : -k);
+  std::ptrdiff_t lo, hi;
+  for (const geometry& x : {g, go, galloc})
+    if (!span_of(x, lo, hi)) return;
+  const std::ptrdiff_t offset = in.u8() % 8;
+
+  constexpr std::int64_t limit = std::int64_t{1} << 32;
+  const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
+  std::vector<std::int64_t> pos64(n_pos);
+  std::vector<std::int32_t> pos32v(n_pos);
+  bool positions_ok = delta > -limit && delta < limit;
+  for (std::size_t t = 0; t < n_pos; ++t) {
+    pos64[t] = decode_position(in, limit);
+    pos32v[t] = static_cast<std::int32_t>(pos64[t]);
+    if (pos32) pos64[t] = pos32v[t];
+    if (static_cast<std::ptrdiff_t>(t) < n_tokens)
+      positions_ok = positions_ok && pos64[t] >= 0 && pos64[t] < limit &&
+                     pos64[t] + delta >= 0 && pos64[t] + delta < limit;
+  }
+  const bool null_positions = in.u8() == 254;
+
+  buffer<T> b, o;
+  b.allocate(how == 2 ? galloc : g, offset);
+  fill_payload(b, in);
+  const bool null_data = in.u8() == 253;
+  const std::ptrdiff_t ts = g.token_stride;
+  T* in_data = b.data + (k > 0 ? k * ts : 0);
+  T* out_data = in_data - k * ts;  // in place: in_data
+  if (how % 2 == 1) {
+    o.allocate(go, offset);
+    fill_canary(o);
+    out_data = o.data;
+  }
+  const geometry& gout = how % 2 == 1 ? go : g;
+  const auto b_before = b.bytes(), o_before = o.bytes();
+
+  // The call, and the same call from and into the buffers given (the reference below: into
+  // rows of geometry g).
+  auto call = [&](const T* from, T* into, const geometry& g_into, bool in_place) {
+    auto with = [&](const auto* positions) {
+      const auto vi = view_of<const T>(from, g);
+      const auto vo = view_of<T>(into, g_into);
+      if (rerot)
+        return in_place ? rope::rerotate<T>(f, to, l, vo, positions)
+                        : rope::rerotate<T>(f, to, l, vi, vo, positions);
+      return in_place ? rope::shift_positions<T>(f, l, vo, positions, delta)
+                      : rope::shift_positions<T>(f, l, vi, vo, positions, delta);
+    };
+    if (null_positions) return with(static_cast<const std::int64_t*>(nullptr));
+    return pos32 ? with(pos32v.data()) : with(pos64.data());
+  };
+  const rope::status st = call(null_data ? nullptr : in_data,
+                               null_data && how == 0 ? nullptr : out_data, gout, how == 0);
+  const int sti = static_cast<int>(st);
+  if (st != rope::status::ok) {
+    FUZZ_CHECK(b.unchanged(b_before) && o.unchanged(o_before), sti);
+    FUZZ_CHECK((st == rope::status::bad_option) == bad_layout, sti);
+    if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok, sti, delta);
+    if (st == rope::status::null_pointer) FUZZ_CHECK(null_data || null_positions, sti);
+    if (st == rope::status::bad_dimension)
+      FUZZ_CHECK(!freqs_ok || n_tokens < 0 || n_heads < 0 || view_dim < d, sti, view_dim);
+    if (st == rope::status::overlapping_buffers) FUZZ_CHECK(how == 2, sti, how);
+    count_outcome(e, 1 + sti);
+    return;
+  }
+
+  const bool work = n_tokens > 0 && n_heads > 0;
+  FUZZ_CHECK(!bad_layout && freqs_ok && n_tokens >= 0 && n_heads >= 0, n_tokens, n_heads);
+  count_outcome(e, work ? 8 : 1);
+  if (!work) {
+    FUZZ_CHECK(b.unchanged(b_before) && o.unchanged(o_before), 0);
+    return;
+  }
+  FUZZ_CHECK(positions_ok && !null_positions && !null_data && view_dim >= d, n_tokens, delta);
+
+  buffer<T>& host = how % 2 == 1 ? o : b;
+  std::vector<unsigned char> mark;
+  FUZZ_CHECK(cover(host.mem.get(), host.size, out_data, gout, mark), how);
+
+  // The reference: the same call from a copy of the keys into a buffer of their own.
+  const auto keys = copy_of<T>(b_before);
+  const T* keys_in = keys.get() + (in_data - b.mem.get());
+  buffer<T> sep;
+  sep.allocate(g, 0);
+  fill_canary(sep);
+  const rope::status s2 = call(keys_in, sep.data, g, false);
+  FUZZ_CHECK(s2 == rope::status::ok, static_cast<int>(s2));
+  // What the output's buffer must hold: its bytes before, with each output row (the rotary
+  // block, and out of place the pass-through block too) replaced by the reference's row.
+  const auto expect = copy_of<T>(how % 2 == 1 ? o_before : b_before);
+  std::vector<unsigned char> rotated(host.size, 0);
+  const std::ptrdiff_t at = out_data - host.mem.get();
+  const std::ptrdiff_t copied = how == 0 ? d : view_dim;
+  for (std::ptrdiff_t t = 0; t < n_tokens; ++t)
+    for (std::ptrdiff_t h = 0; h < n_heads; ++h) {
+      const std::ptrdiff_t r = at + t * gout.token_stride + h * gout.head_stride;
+      std::memcpy(static_cast<void*>(expect.get() + r),
+                  sep.data + t * g.token_stride + h * g.head_stride,
+                  static_cast<std::size_t>(copied) * sizeof(T));
+    }
+  mark_rotary(rotated, at, gout, d);
+  check_like_reference(host.mem.get(), expect.get(), rotated, host.size);
+  if (how % 2 == 1) FUZZ_CHECK(b.unchanged(b_before), 1);
+
+  if constexpr (std::is_same<T, R>::value) {  // float and double: against a long double rotation
+    using ld = long double;
+    const ld u = std::numeric_limits<R>::epsilon() / 2;
+    const ld ratio = static_cast<ld>(to.attention_factor) / static_cast<ld>(f.attention_factor);
+    const std::size_t P = static_cast<std::size_t>(d / 2);
+    const bool inter = s.layout == rope::layout::interleaved;
+    for (std::ptrdiff_t t = 0; t < n_tokens; ++t) {
+      const ld pa = static_cast<ld>(pos64[static_cast<std::size_t>(t)]), pb = pa + delta;
+      for (std::ptrdiff_t h = 0; h < n_heads; ++h) {
+        const T* x = keys_in + t * g.token_stride + h * g.head_stride;
+        const T* y = out_data + t * gout.token_stride + h * gout.head_stride;
+        for (std::size_t j = 0; j < P; ++j) {
+          const auto [i0, i1] = pair_elements(inter, j, P);
+          const ld x0 = x[i0], x1 = x[i1];
+          const ld r = ratio * std::hypot(x0, x1);
+          if (!std::isfinite(x0) || !std::isfinite(x1) ||
+              !(r < static_cast<ld>(std::numeric_limits<R>::max()) / 16))
+            continue;
+          const ld wa = f.inv_freq[j], wb = to.inv_freq[j];
+          const ld phi = pb * wb - pa * wa;
+          if (std::fabs(phi) > 0x1p40L) continue;  // the bound below says little there
+          // The result's rounding, the double rotation's (a few 2^-53 r), the double-double
+          // angle's 2^-53 |phi| and the long double products' 2^-64 of each.
+          const ld bound =
+              (u + 8 * 0x1p-53L + 0x1p-52L * std::fabs(phi) + 0x1p-62L * (pb * wb + pa * wa)) * r +
+              4 * static_cast<ld>(std::numeric_limits<R>::denorm_min());
+          if (!near_rotation(x0, x1, y[i0], y[i1], phi, ratio, bound))
+            fail("shifted pair outside the accuracy bound", pos64[static_cast<std::size_t>(t)],
+                 static_cast<long long>(j));
+        }
+      }
     }
   }
 }
@@ -571,12 +920,20 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const std::ptrdiff_t d = s.rotary_dim;
 
   // Entry point: 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector, 8-9
-  // apply_to_slots, 10 apply_qk_to_slots, 11-15 as 3-7 (codes 8-10 were out of place before the
-  // slots entry points; the seeds, written with codes 0-7, decode as they did).
+  // apply_to_slots, 10 apply_qk_to_slots, 11 M-RoPE (apply_mrope and apply_qk_mrope, as entries
+  // 0, 3, 5 or 6 by the byte after the direction's), 12 shift_positions and rerotate (run_shift),
+  // 13-15 as 5-7 (codes 8-12 were out of place or in place before the entry points they now
+  // select; the seeds written before them use codes 0-10 and decode as they did).
   const std::uint8_t entry_code = in.u8() % 16;
+  if (entry_code == 12) return run_shift<T>(in, s, f);
   const int slots_entry = entry_code == 10 ? 2 : (entry_code == 8 || entry_code == 9 ? 1 : 0);
-  const auto entry = static_cast<std::uint8_t>(slots_entry ? 0 : entry_code % 8);
+  const bool mrope = entry_code == 11;
+  auto entry = static_cast<std::uint8_t>(slots_entry ? 0 : entry_code % 8);
   const std::uint8_t dir_byte = in.u8();
+  if (mrope) {
+    constexpr std::uint8_t as_entry[4] = {0, 3, 5, 6};
+    entry = as_entry[in.u8() % 4];
+  }
   // apply_qk in place now and then (entry 6), where q and k may share one fused buffer below.
   const bool qk_in_place = entry == 6 && (dir_byte & 0x20) != 0;
   const bool inverse = dir_byte % 4 == 0;
@@ -596,17 +953,10 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   }
   const bool pos32 = in.u8() % 2 == 0;
 
-  auto count = [&](std::uint8_t max) -> std::ptrdiff_t {
-    const std::uint8_t b = in.u8();
-    return b == 255 ? -1 : static_cast<std::ptrdiff_t>(b % (max + 1));
-  };
-  const std::ptrdiff_t n_tokens = count(6);
-  const std::ptrdiff_t q_heads = count(4);
-  const std::ptrdiff_t k_heads = count(3);
-  std::ptrdiff_t view_dim = s.head_dim;
-  const std::uint8_t dim_mode = in.u8();
-  if (dim_mode == 250) view_dim = d - 1;  // shorter than the rotary block
-  if (dim_mode == 251) view_dim = 0;
+  const std::ptrdiff_t n_tokens = decode_count(in, 6);
+  const std::ptrdiff_t q_heads = decode_count(in, 4);
+  const std::ptrdiff_t k_heads = decode_count(in, 3);
+  const std::ptrdiff_t view_dim = decode_view_dim(in, s.head_dim, d);
 
   geometry gq = decode_geometry(in, n_tokens, q_heads, view_dim);
   geometry gk = decode_geometry(in, n_tokens, k_heads, view_dim);
@@ -641,9 +991,31 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     if (pos32) pos64[t] = pos32v[t];
   }
   const bool null_positions = in.u8() == 254;
+  // M-RoPE: sections of the d / 2 pairs (now and then invalid), and each token's height and
+  // width positions, each its temporal one three times in four (all three equal: a text token).
+  // ps64[k] / ps32[k]: stream k's positions (ps64[0] = pos64), stream_of[j]: pair j's stream.
+  rope::mrope_sections sec;
+  std::vector<int> stream_of;
+  bool sections_ok = true, null_stream = false;
+  std::vector<std::int64_t> ps64[3] = {pos64, {}, {}};
+  std::vector<std::int32_t> ps32[3] = {pos32v, {}, {}};
+  std::uint8_t stream_place = 1;
+  if (mrope) {
+    sections_ok = decode_sections(in, d / 2, sec, stream_of);
+    for (int sx = 1; sx < 3; ++sx)
+      for (std::size_t t = 0; t < n_pos; ++t) {
+        const std::int64_t v = in.u8() % 4 ? pos64[t] : decode_position(in, length);
+        ps32[sx].push_back(static_cast<std::int32_t>(v));
+        ps64[sx].push_back(pos32 ? ps32[sx].back() : v);
+      }
+    null_stream = in.u8() == 254;
+    stream_place = in.u8();
+  }
   bool positions_ok = true;
-  for (std::size_t t = 0; t < static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 0)); ++t)
-    positions_ok = positions_ok && pos64[t] >= 0 && pos64[t] < length;
+  for (int sx = 0; sx < (mrope ? 3 : 1); ++sx)
+    for (std::size_t t = 0; t < static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 0));
+         ++t)
+      positions_ok = positions_ok && ps64[sx][t] >= 0 && ps64[sx][t] < length;
 
   buffer<T> q, k, q_out, k_out;
   q.allocate(q_alloc, offset);
@@ -651,6 +1023,30 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   fill_payload(q, in);
   fill_payload(k, in);
   const bool null_data = in.u8() == 253;
+  const bool qk = entry == 5 || entry == 6;
+  const bool in_place = entry == 3 || entry == 4 || qk_in_place;
+  // The position streams (M-RoPE: three; else the first only), then now and then (M-RoPE) a null
+  // height or width stream, or one of them copied 0-56 bytes into the output's buffer (q's in
+  // place, here; q_out's out of place, below): refused where it lies in the extent of an
+  // output's rows (status::overlapping_buffers), else read from there.
+  const void* streams[3];
+  for (int sx = 0; sx < 3; ++sx)
+    streams[sx] = pos32 ? static_cast<const void*>(ps32[sx].data()) : ps64[sx].data();
+  if (null_positions) streams[0] = nullptr;
+  if (null_stream) streams[1 + (stream_place >> 7)] = nullptr;
+  const std::size_t stream_bytes = n_pos * (pos32 ? 4u : 8u);
+  int placed = 0;  // the stream copied into an output's buffer (0: none)
+  auto place_stream = [&](buffer<T>& b) {
+    const std::size_t at = 8 * std::size_t{(stream_place >> 4) % 8u};
+    const int sx = 1 + (stream_place >> 3) % 2;
+    if (!mrope || stream_place % 8 != 0 || !streams[sx] || at + stream_bytes > b.size * sizeof(T))
+      return;
+    unsigned char* dst = reinterpret_cast<unsigned char*>(b.mem.get()) + at;
+    std::memcpy(dst, streams[sx], stream_bytes);
+    streams[sx] = dst;
+    placed = sx;
+  };
+  if (in_place) place_stream(q);
   const auto q_before = q.bytes(), k_before = k.bytes();
 
   if (slots_entry) {
@@ -663,7 +1059,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     const std::uint8_t opt = in.u8(), shape = in.u8();
     const bool slot32 = opt % 2 == 0, q_in_place = (opt & 2) != 0, null_slots = shape % 16 == 13;
     const int place = (opt >> 2) % 8;
-    const std::ptrdiff_t n_slots = count(12);
+    const std::ptrdiff_t n_slots = decode_count(in, 12);
     const bool shapes_differ = shape % 16 == 14 || shape % 16 == 15;  // one head, 2 dims more
     const geometry gc = decode_geometry(in, n_slots, k_heads + (shape % 16 == 15),
                                         view_dim + 2 * (shape % 16 == 14));
@@ -681,7 +1077,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     }
     const std::vector<std::int32_t> s32_0 = s32, p32_0 = pos32v;
     const std::vector<std::int64_t> s64_0 = s64, p64_0 = pos64;
-    const int fi = qk_slots ? 1 : 0;
+    const int fi = qk_slots ? e_qk_slots : e_slots;
     auto with_cache = [&](auto ctag, auto ptag) {
       using TC = typename decltype(ctag)::type;
       using Pos = typename decltype(ptag)::type;
@@ -755,8 +1151,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                      n_tokens, n_slots);
         if (st == rope::status::overlapping_buffers)
           FUZZ_CHECK(cache_in_k || slots_in_c || pos_in_c, place, place_byte);
-        ++rope_fuzz_outcomes[1 + sti];
-        ++slot_outcomes[fi][1 + sti];
+        count_outcome(fi, 1 + sti);
         return;
       }
 
@@ -775,12 +1170,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         for (std::size_t e = 0; cache_in_k && e < k.size; ++e)
           FUZZ_CHECK(!(mk[e] && mc[e]), static_cast<long long>(e));
         // The positions and slots lie outside the cache's extent (the span of its rows).
-        auto outside = [&](const void* p, std::size_t bytes) {
-          const auto p0 = reinterpret_cast<std::uintptr_t>(p);
-          return chi == clo || p0 + bytes <= reinterpret_cast<std::uintptr_t>(c_data + clo) ||
-                 reinterpret_cast<std::uintptr_t>(c_data + chi) <= p0;
-        };
-        FUZZ_CHECK(outside(pos_p, pos_bytes) && outside(slots_p, slot_bytes), place, 4);
+        FUZZ_CHECK(outside_rows(pos_p, pos_bytes, c_data, gc) &&
+                       outside_rows(slots_p, slot_bytes, c_data, gc),
+                   place, 4);
       }
       if (q_work)
         FUZZ_CHECK(cover(q.mem.get(), q.size, q.data, gq, mk) &&
@@ -839,8 +1231,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                                   h * gc.head_stride,
                               pos64[static_cast<std::size_t>(t)], d, inverse);
           }
-      ++rope_fuzz_outcomes[key_work || q_work ? 8 : 1];
-      ++slot_outcomes[fi][key_work || q_work ? 8 : 1];
+      count_outcome(fi, key_work || q_work ? 8 : 1);
     };
     if constexpr (std::is_same<T, float>::value) {
       if (!pos32 && (opt >> 5) % 4 == 1)
@@ -904,8 +1295,6 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     return;
   }
 
-  const bool qk = entry == 5 || entry == 6;
-  const bool in_place = entry == 3 || entry == 4 || qk_in_place;
   // apply_qk with k's rows inside q's buffer now and then: overlapping inputs are fine out of
   // place, an output overlapping anything else is not.
   const T* k_src_mem = k.mem.get();
@@ -934,14 +1323,25 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     k_out.allocate(gk_out, offset);
     fill_canary(q_out);
     fill_canary(k_out);
+    place_stream(q_out);
   }
   const auto qo_before = q_out.bytes(), ko_before = k_out.bytes();
-  const void* posp =
-      null_positions ? nullptr : (pos32 ? static_cast<const void*>(pos32v.data()) : pos64.data());
+  const void* posp = streams[0];
 
   auto run = [&](const T* qi, T* qo, const geometry& gqo, const T* ki, T* ko, const geometry& gko) {
     const auto vqi = view_of<const T>(qi, gq), vki = view_of<const T>(ki, gk);
     const auto vqo = view_of<T>(qo, gqo), vko = view_of<T>(ko, gko);
+    if (mrope) {
+      auto call = [&](auto pos_tag) {
+        using P = typename decltype(pos_tag)::type;
+        const auto* pt = static_cast<const P*>(streams[0]);
+        const auto* ph = static_cast<const P*>(streams[1]);
+        const auto* pw = static_cast<const P*>(streams[2]);
+        return qk ? rope::apply_qk_mrope<T>(*tab, sec, vqi, vqo, vki, vko, pt, ph, pw, dir, rnd)
+                  : rope::apply_mrope<T>(*tab, sec, vqi, vqo, pt, ph, pw, dir, rnd);
+      };
+      return pos32 ? call(type_tag<std::int32_t>{}) : call(type_tag<std::int64_t>{});
+    }
     if (qk) {
       return pos32 ? rope::apply_qk<T>(*tab, vqi, vqo, vki, vko,
                                        static_cast<const std::int32_t*>(posp), dir, rnd)
@@ -952,6 +1352,12 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                  : rope::apply<T>(*tab, vqi, vqo, static_cast<const std::int64_t*>(posp), dir, rnd);
   };
 
+  auto tally = [&](int index) {
+    if (mrope)
+      count_outcome(qk ? e_qk_mrope : e_mrope, index);
+    else
+      ++rope_fuzz_outcomes[index];
+  };
   T* q_data = null_data ? nullptr : q.data;
   const rope::status st = in_place ? run(q_data, q_data, gq, k_data, k_data, gk)
                                    : run(q_data, q_out.data, gq_out, k_data, k_out.data, gk_out);
@@ -963,10 +1369,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     FUZZ_CHECK((st == rope::status::bad_option) == bad_option, static_cast<int>(st));
     if (st == rope::status::position_out_of_range) FUZZ_CHECK(!positions_ok, static_cast<int>(st));
     if (st == rope::status::null_pointer)
-      FUZZ_CHECK(null_data || null_positions, static_cast<int>(st));
+      FUZZ_CHECK(null_data || null_positions || null_stream, static_cast<int>(st));
     if (st == rope::status::bad_dimension)
-      FUZZ_CHECK(n_tokens < 0 || q_heads < 0 || k_heads < 0 || view_dim < d, n_tokens, view_dim);
-    ++rope_fuzz_outcomes[1 + static_cast<int>(st)];
+      FUZZ_CHECK(n_tokens < 0 || q_heads < 0 || k_heads < 0 || view_dim < d || !sections_ok,
+                 n_tokens, view_dim);
+    tally(1 + static_cast<int>(st));
     return;
   }
 
@@ -975,8 +1382,19 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const bool q_work = n_tokens > 0 && q_heads > 0;
   const bool k_work = qk && n_tokens > 0 && k_heads > 0;
   FUZZ_CHECK(n_tokens >= 0 && q_heads >= 0 && (!qk || k_heads >= 0), n_tokens, q_heads);
+  FUZZ_CHECK(sections_ok, sec.temporal, sec.height);
   if (q_work || k_work)
-    FUZZ_CHECK(positions_ok && !null_positions && view_dim >= d, n_tokens, view_dim);
+    FUZZ_CHECK(positions_ok && !null_positions && !null_stream && view_dim >= d, n_tokens,
+               view_dim);
+  if (placed) {  // a stream in an output's buffer: outside the extent of that output's rows
+    const void* at = streams[placed];
+    if (in_place)
+      FUZZ_CHECK(outside_rows(at, stream_bytes, q.data, gq) &&
+                     (!k_inside_q || outside_rows(at, stream_bytes, k_data, gk)),
+                 placed);
+    else
+      FUZZ_CHECK(outside_rows(at, stream_bytes, q_out.data, gq_out), placed);
+  }
   std::vector<unsigned char> mark;
   if (q_work) FUZZ_CHECK(!null_data && cover(q.mem.get(), q.size, q.data, gq, mark), 0);
   if (k_work) FUZZ_CHECK(cover(k_src_mem, k_src_size, k_data, gk, mark), 0);
@@ -1001,11 +1419,37 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   // One tensor rotated alone, in place, with the call's positions, direction and rounding.
   // With runtime dispatch it runs on the scalar path (the specification), so every success
   // also checks the dispatched vector path bit for bit against scalar on this input's shapes.
-  auto rotate_alone = [&](T* at, const geometry& g) {
+  // M-RoPE's reference: the rows rotated by each stream's positions in copies of their extent,
+  // then each pair taken from the copy of its stream (stream_of, from the sections as the
+  // models assign pairs).
+  auto apply_alone = [&](T* at, const geometry& g, int sx) {
     return on_scalar_path([&] {
-      return pos32 ? rope::apply<T>(*tab, view_of<T>(at, g), pos32v.data(), dir, rnd)
-                   : rope::apply<T>(*tab, view_of<T>(at, g), pos64.data(), dir, rnd);
+      return pos32 ? rope::apply<T>(*tab, view_of<T>(at, g), ps32[sx].data(), dir, rnd)
+                   : rope::apply<T>(*tab, view_of<T>(at, g), ps64[sx].data(), dir, rnd);
     });
+  };
+  auto rotate_alone = [&](T* at, const geometry& g) {
+    if (!mrope) return apply_alone(at, g, 0);
+    std::ptrdiff_t glo, ghi;
+    span_of(g, glo, ghi);
+    std::vector<T> rows[3];
+    for (int sx = 0; sx < 3; ++sx) {
+      rows[sx].assign(at + glo, at + ghi);
+      const rope::status ss = apply_alone(rows[sx].data() - glo, g, sx);
+      if (ss != rope::status::ok) return ss;
+    }
+    const std::size_t P = static_cast<std::size_t>(d / 2);
+    const bool inter = s.layout == rope::layout::interleaved;
+    for (std::ptrdiff_t t = 0; t < g.n_tokens; ++t)
+      for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
+        for (std::size_t j = 0; j < P; ++j) {
+          const T* from = rows[stream_of[j]].data() - glo + t * g.token_stride + h * g.head_stride;
+          T* to = at + t * g.token_stride + h * g.head_stride;
+          const auto [i0, i1] = pair_elements(inter, j, P);
+          to[i0] = from[i0];
+          to[i1] = from[i1];
+        }
+    return rope::status::ok;
   };
   auto check_tensor = [&](const std::vector<unsigned char>& src_before, const T* src_mem,
                           const T* src_data, const geometry& gi, const T* out_mem,
@@ -1034,11 +1478,14 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         FUZZ_CHECK(std::memcmp(o + d, orig_row.data() + d,
                                static_cast<std::size_t>(gi.head_dim - d) * sizeof(T)) == 0,
                    t, h);
-        check_accuracy<T>(*tab, orig_row.data(), o, pos64[static_cast<std::size_t>(t)], d, inverse);
+        const std::size_t ut = static_cast<std::size_t>(t);
+        check_accuracy_pairs<T>(
+            *tab, orig_row.data(), o,
+            [&](std::size_t j) { return ps64[mrope ? stream_of[j] : 0][ut]; }, d, inverse);
       }
   };
 
-  ++rope_fuzz_outcomes[q_work || k_work ? 8 : 1];
+  tally(q_work || k_work ? 8 : 1);
   if (in_place && k_inside_q && k_work) {
     // q and k rotated in q's buffer: the reference rotates q, then k, in a copy of its bytes
     // (their rows are disjoint, checked above); every byte of the buffer must equal it, and

@@ -10,7 +10,7 @@ FLOAT, DOUBLE, BF16 = 0, 1, 3
 INTER, HALF = 1, 0          # layout byte parity; 15 -> invalid layout 3
 ROT_FULL, ROT_HALF, ROT_ODD = 0, 2, 6
 BASE_1E4, BASE_5E5, BASE_1E6, BASE_1E7, BASE_NAN = 0, 3, 4, 5, 7
-OUT_OF_PLACE, IN_PLACE, QK, VECTOR, SLOTS, QK_SLOTS = 0, 3, 5, 7, 8, 10
+OUT_OF_PLACE, IN_PLACE, QK, VECTOR, SLOTS, QK_SLOTS, MROPE, SHIFT = 0, 3, 5, 7, 8, 10, 11, 12
 PACKED, PADDED, HEAD_MAJOR, OVERLAP = 0, 3, 5, 6
 
 
@@ -30,15 +30,21 @@ LENGTHS = [1, 2, 3, 16, 17, 100, 1000, 4096, 4097]
 
 def run(length=4096, mode=0, long_table=0, entry=OUT_OF_PLACE, inverse=False, pos32=True, tokens=3, qh=2,
         kh=1, geo_q=(0, PACKED), geo_k=(0, PACKED), offset=0, positions=(), payload_mode=1,
-        payload=b"", null_data=0, dir_byte=None):
+        payload=b"", null_data=0, dir_byte=None, mrope=None):
+    """mrope: (as-entry byte, the bytes after the positions' null byte), for entry MROPE."""
     if dir_byte is None:
         dir_byte = 0 if inverse else 1
-    b = bytes([LENGTHS.index(length), mode, long_table, entry, dir_byte, 0 if pos32 else 1, tokens, qh, kh, 0])
+    b = bytes([LENGTHS.index(length), mode, long_table, entry, dir_byte])
+    if mrope:
+        b += bytes([mrope[0]])
+    b += bytes([0 if pos32 else 1, tokens, qh, kh, 0])
     # fused-buffer byte 1 (not fused), out geometries = in geometries (1, 1), element offset
     b += bytes(geo_q) + bytes(geo_k) + bytes([1, 1, 1, offset])
     for p in positions:
         b += p
     b += bytes([0])  # positions pointer not null
+    if mrope:
+        b += mrope[1]
     b += bytes([payload_mode]) + payload
     return b
 
@@ -74,6 +80,54 @@ def repeat(back):  # the slot of the token `back` tokens earlier
 def slots_tail(q_size, k_size, opt, slots, n_slots=8, geo_c=(0, PACKED), place_byte=0):
     return (ramp(q_size) + bytes([1]) + ramp(k_size) + bytes([0, opt, 0, n_slots]) + bytes(geo_c)
             + bytes([place_byte]) + bytes(slots))
+
+
+# M-RoPE (entry MROPE): the as-entry byte (0 out of place, 1 in place, 2 apply_qk_mrope, 3 it
+# in place), then after the positions: the sections (bit 0 interleaved, bits 1-3 5/6/7 make
+# them invalid; the height and width counts), each token's height then width position (1: its
+# temporal one, else 0 and a position), a null-stream byte, and where a stream goes (0x10:
+# stream 1 copied 8 bytes into the output's buffer; 1: nowhere).
+AS_OUT_OF_PLACE, AS_IN_PLACE, AS_QK, AS_QK_IN_PLACE = 0, 1, 2, 3
+SAME = bytes([1])
+
+
+def image(p):  # a height or width position other than the temporal one
+    return bytes([0]) + in_range(p)
+
+
+def mrope_tail(interleaved, height, width, streams, place=1, bad=0):
+    b = bytes([(1 if interleaved else 0) | (bad << 1), height, width])
+    for s in streams:
+        b += s
+    return b + bytes([0, place])
+
+
+# shift_positions / rerotate (entry SHIFT): the option byte (bit 0: int64 positions; bits 1-2:
+# 0 in place, 1 out of place, 2 moved within one buffer; bit 3: rerotate), then the rerotate
+# byte (1: to = the unscaled frequencies) or the delta byte (b % 8 in 1-3: (b >> 3) % 17 - 8;
+# 4: 2^32 + (b >> 3) % 3 - 1), token and head counts, the dim byte, the keys' geometry, (out of
+# place) 1 for the same output geometry or 0 and the output's, (moved) the move byte (k = (1 + m % 3) tokens, down
+# when bit 2 is set), the element offset, the positions and their null byte, the keys'
+# payload and the null-data byte.
+SHIFT_INT64, SHIFT_OUT_OF_PLACE, SHIFT_MOVE, SHIFT_REROTATE = 1, 1 << 1, 2 << 1, 8
+
+
+def delta(v):  # -8 <= v <= 8
+    return bytes([((v + 8) << 3) | 1])
+
+
+def shift(length=4096, opt=0, second=b"", tokens=3, heads=2, geo=(0, PACKED), out_geo=None,
+          move=None, offset=0, positions=(), keys=0):
+    b = bytes([LENGTHS.index(length), 0, 0, SHIFT, opt]) + second + bytes([tokens, heads, 0])
+    b += bytes(geo)
+    if opt & 6 == SHIFT_OUT_OF_PLACE:
+        b += bytes([0]) + bytes(out_geo) if out_geo else bytes([1])
+    if move is not None:
+        b += bytes([move])
+    b += bytes([offset])
+    for p in positions:
+        b += p
+    return b + bytes([0, 1]) + ramp(keys) + bytes([0])
 
 
 seeds = {
@@ -135,6 +189,54 @@ seeds = {
     "bf16_qk_slots_out_of_place": spec(BF16, INTER, 64, ROT_FULL, BASE_1E4)
     + run(entry=QK_SLOTS, tokens=3, qh=2, kh=1, positions=[in_range(5), in_range(6), in_range(7)],
           payload=slots_tail(3 * 2 * 64, 3 * 64, NO_PLACE, [slot(2), RUN, RUN], n_slots=5)),
+    # Qwen2-VL: sections (16, 24, 24) of 64 pairs; two text tokens, then two image tokens.
+    "float_mrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6)
+    + run(entry=MROPE, tokens=4, qh=2, positions=[in_range(p) for p in (0, 1, 2, 2)],
+          mrope=(AS_OUT_OF_PLACE, mrope_tail(False, 24, 24, [SAME, SAME, image(3), image(4)] + [SAME, SAME, image(5), image(2)])),
+          payload=ramp(3000)),
+    # Qwen3-VL: interleaved (24, 20, 20) of 64 pairs, q and k in place, bf16.
+    "bf16_mrope_interleaved_qk_in_place": spec(BF16, HALF, 128, ROT_FULL, BASE_5E5)
+    + run(entry=MROPE, dir_byte=0x21, tokens=3, qh=2, kh=1, positions=[in_range(p) for p in (7, 7, 9)],
+          mrope=(AS_QK_IN_PLACE, mrope_tail(True, 20, 20, [SAME, image(8), SAME, SAME, image(10), image(4)])),
+          payload=ramp(3 * 2 * 128) + bytes([1]) + ramp(3 * 128) + bytes([0, 1])),
+    # The height stream copied into q_out's buffer 8 bytes in, before its rows (offset 7 floats).
+    "float_mrope_stream_in_output_buffer": spec(FLOAT, INTER, 64, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=3, qh=1, offset=7, positions=[in_range(p) for p in (4, 5, 6)],
+          mrope=(AS_OUT_OF_PLACE, mrope_tail(False, 10, 10, [image(1), image(2), image(3), SAME, SAME, SAME], place=0x10)),
+          payload=ramp(3000)),
+    # The same stream copied into q's own rows, in place: overlapping_buffers, nothing written.
+    "double_mrope_stream_inside_rows": spec(DOUBLE, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=3, qh=1, positions=[in_range(p) for p in (4, 5, 6)],
+          mrope=(AS_IN_PLACE, mrope_tail(False, 10, 10, [image(1), image(2), image(3), SAME, SAME, SAME], place=0x10)),
+          payload=ramp(3000)),
+    # Sections assigning 65 of 64 pairs: bad_dimension.
+    "float_mrope_bad_sections": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=2, positions=[in_range(1), in_range(2)],
+          mrope=(AS_QK, mrope_tail(False, 24, 24, [SAME] * 4, bad=5)), payload=ramp(3000)),
+    "float_shift_half_hd128_in_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + shift(opt=0, second=delta(-5), tokens=4, heads=2, positions=[in_range(p) for p in (100, 101, 102, 103)],
+            keys=4 * 2 * 128),
+    # Tokens dropped: the keys of 5 tokens moved 2 tokens down in their own cache, delta -2.
+    "double_shift_move_within_cache_int64": spec(DOUBLE, INTER, 64, ROT_FULL, BASE_1E4)
+    + shift(opt=SHIFT_INT64 | SHIFT_MOVE, second=delta(-2), tokens=5, heads=2, move=4,
+            positions=[in_range(p) for p in (10, 11, 12, 13, 14)], keys=7 * 2 * 64),
+    # A head-major cache moved by a token: each head's rows of both views are not within one
+    # head stride, so the move is refused (overlapping_buffers).
+    "bf16_shift_move_head_major_refused": spec(BF16, HALF, 64, ROT_FULL, BASE_1E4)
+    + shift(opt=SHIFT_MOVE, second=delta(1), tokens=3, heads=2, geo=(0, HEAD_MAJOR), move=0,
+            positions=[in_range(p) for p in (1, 2, 3)], keys=448),
+    # YaRN keys re-rotated to the unscaled frequencies, out of place.
+    "float_rerotate_yarn_to_plain_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4, scaling=YARN_F4)
+    + shift(opt=SHIFT_REROTATE | SHIFT_OUT_OF_PLACE, second=bytes([1]), tokens=3, heads=2,
+            positions=[in_range(p) for p in (0, 2000, 4095)], keys=3 * 2 * 128),
+    # fp16 keys shifted out of place into a padded head-major output (rows of another geometry).
+    "fp16_shift_out_of_place_into_head_major": spec(2, HALF, 96, ROT_HALF, BASE_1E6)
+    + shift(opt=SHIFT_OUT_OF_PLACE, second=delta(3), tokens=3, heads=2, out_geo=(2, HEAD_MAJOR),
+            positions=[in_range(p) for p in (40, 41, 42)], keys=3 * 2 * 96),
+    # A shift by 2^32: position_out_of_range, nothing written.
+    "fp16_shift_past_the_limit": spec(2, INTER, 64, ROT_FULL, BASE_1E4)
+    + shift(opt=0, second=bytes([4 | (1 << 3)]), tokens=2, heads=1,
+            positions=[in_range(1), in_range(2)], keys=2 * 64),
 }
 
 os.makedirs(HERE, exist_ok=True)
