@@ -404,6 +404,14 @@ std::ptrdiff_t decode_view_dim(reader& in, std::ptrdiff_t head_dim, std::ptrdiff
 // ---------------------------------------------------------------------------------------------
 // Positions.
 
+// Appends v as an int32 (wrapped: the value the call uses is what counts) and as the int64 the
+// call sees: v itself, or with int32 positions (or slots) the wrapped value.
+void push_position(std::int64_t v, bool as_int32, std::vector<std::int64_t>& v64,
+                   std::vector<std::int32_t>& v32) {
+  v32.push_back(static_cast<std::int32_t>(v));
+  v64.push_back(as_int32 ? v32.back() : v);
+}
+
 std::int64_t decode_position(reader& in, std::int64_t length) {
   const std::uint8_t k = in.u8();
   const std::int64_t near = (k >> 5) % 3 - 1;  // -1, 0, +1
@@ -691,7 +699,7 @@ void run_shift(reader& in, const rope::spec& s, const rope::frequencies& f) {
   rope::frequencies to = f;
   if (rerot) {
     const std::uint8_t tb = in.u8();
-    const std::size_t pick = to.inv_freq.empty() ? 0 : (tb >> 3) % to.inv_freq.size();
+    const std::size_t pick = (tb >> 3) % to.inv_freq.size();
     switch (tb % 8) {
       case 0:
         to.attention_factor *= decode_scaling_number(in);
@@ -742,13 +750,11 @@ void run_shift(reader& in, const rope::spec& s, const rope::frequencies& f) {
 
   constexpr std::int64_t limit = std::int64_t{1} << 32;
   const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
-  std::vector<std::int64_t> pos64(n_pos);
-  std::vector<std::int32_t> pos32v(n_pos);
+  std::vector<std::int64_t> pos64;
+  std::vector<std::int32_t> pos32v;
   bool positions_ok = delta > -limit && delta < limit;
   for (std::size_t t = 0; t < n_pos; ++t) {
-    pos64[t] = decode_position(in, limit);
-    pos32v[t] = static_cast<std::int32_t>(pos64[t]);
-    if (pos32) pos64[t] = pos32v[t];
+    push_position(decode_position(in, limit), pos32, pos64, pos32v);
     if (static_cast<std::ptrdiff_t>(t) < n_tokens)
       positions_ok = positions_ok && pos64[t] >= 0 && pos64[t] < limit &&
                      pos64[t] + delta >= 0 && pos64[t] + delta < limit;
@@ -983,13 +989,10 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
 
   // Positions: one per token (at least one, for the single-vector form).
   const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
-  std::vector<std::int64_t> pos64(n_pos);
-  std::vector<std::int32_t> pos32v(n_pos);
-  for (std::size_t t = 0; t < n_pos; ++t) {
-    pos64[t] = decode_position(in, length);
-    pos32v[t] = static_cast<std::int32_t>(pos64[t]);  // wraps: the value used is what counts
-    if (pos32) pos64[t] = pos32v[t];
-  }
+  std::vector<std::int64_t> pos64;
+  std::vector<std::int32_t> pos32v;
+  for (std::size_t t = 0; t < n_pos; ++t)
+    push_position(decode_position(in, length), pos32, pos64, pos32v);
   const bool null_positions = in.u8() == 254;
   // M-RoPE: sections of the d / 2 pairs (now and then invalid), and each token's height and
   // width positions, each its temporal one three times in four (all three equal: a text token).
@@ -1003,11 +1006,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   if (mrope) {
     sections_ok = decode_sections(in, d / 2, sec, stream_of);
     for (int sx = 1; sx < 3; ++sx)
-      for (std::size_t t = 0; t < n_pos; ++t) {
-        const std::int64_t v = in.u8() % 4 ? pos64[t] : decode_position(in, length);
-        ps32[sx].push_back(static_cast<std::int32_t>(v));
-        ps64[sx].push_back(pos32 ? ps32[sx].back() : v);
-      }
+      for (std::size_t t = 0; t < n_pos; ++t)
+        push_position(in.u8() % 4 ? pos64[t] : decode_position(in, length), pos32, ps64[sx],
+                      ps32[sx]);
     null_stream = in.u8() == 254;
     stream_place = in.u8();
   }
@@ -1069,9 +1070,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     std::vector<std::int32_t> s32;
     bool slots_ok = true;
     for (std::size_t t = 0; t < n_pos; ++t) {
-      s64.push_back(decode_slot(in, s64, n_slots));
-      s32.push_back(static_cast<std::int32_t>(s64.back()));  // wraps: the value used counts
-      if (slot32) s64.back() = s32.back();
+      push_position(decode_slot(in, s64, n_slots), slot32, s64, s32);
       if (static_cast<std::ptrdiff_t>(t) < n_tokens)
         slots_ok = slots_ok && s64.back() >= -1 && s64.back() < n_slots;
     }
