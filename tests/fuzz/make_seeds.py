@@ -106,9 +106,9 @@ def mrope_tail(interleaved, height, width, streams, place=1, bad=0):
 # 0 in place, 1 out of place, 2 moved within one buffer; bit 3: rerotate), then the rerotate
 # byte (1: to = the unscaled frequencies) or the delta byte (b % 8 in 1-3: (b >> 3) % 17 - 8;
 # 4: 2^32 + (b >> 3) % 3 - 1), token and head counts, the dim byte, the keys' geometry, (out of
-# place) 1 for the same output geometry or 0 and the output's, (moved) the move byte (k = (1 + m % 3) tokens, down
-# when bit 2 is set), the element offset, the positions and their null byte, the keys'
-# payload and the null-data byte.
+# place) 1 for the same output geometry or 0 and the output's, (moved) the move byte (k =
+# (1 + m % 3) tokens, down when bit 2 is set), the element offset, the positions and their null
+# byte, the keys' payload and the null-data byte.
 SHIFT_INT64, SHIFT_OUT_OF_PLACE, SHIFT_MOVE, SHIFT_REROTATE = 1, 1 << 1, 2 << 1, 8
 
 
@@ -192,7 +192,7 @@ seeds = {
     # Qwen2-VL: sections (16, 24, 24) of 64 pairs; two text tokens, then two image tokens.
     "float_mrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6)
     + run(entry=MROPE, tokens=4, qh=2, positions=[in_range(p) for p in (0, 1, 2, 2)],
-          mrope=(AS_OUT_OF_PLACE, mrope_tail(False, 24, 24, [SAME, SAME, image(3), image(4)] + [SAME, SAME, image(5), image(2)])),
+          mrope=(AS_OUT_OF_PLACE, mrope_tail(False, 24, 24, [SAME, SAME, image(3), image(4), SAME, SAME, image(5), image(2)])),
           payload=ramp(3000)),
     # Qwen3-VL: interleaved (24, 20, 20) of 64 pairs, q and k in place, bf16.
     "bf16_mrope_interleaved_qk_in_place": spec(BF16, HALF, 128, ROT_FULL, BASE_5E5)
