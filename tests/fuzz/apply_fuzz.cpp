@@ -987,21 +987,22 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     if (!span_of(g, lo, hi)) return;  // spans over 2^20 elements: not interesting, too slow
   const std::ptrdiff_t offset = in.u8() % 8;
 
-  // Positions: one per token (at least one, for the single-vector form).
+  // Positions: one per token (at least one, for the single-vector form). ps64[k] / ps32[k]:
+  // stream k's positions (M-RoPE's temporal, height, width); stream 0 is every entry point's.
   const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
-  std::vector<std::int64_t> pos64;
-  std::vector<std::int32_t> pos32v;
+  std::vector<std::int64_t> ps64[3];
+  std::vector<std::int32_t> ps32[3];
+  std::vector<std::int64_t>& pos64 = ps64[0];
+  std::vector<std::int32_t>& pos32v = ps32[0];
   for (std::size_t t = 0; t < n_pos; ++t)
     push_position(decode_position(in, length), pos32, pos64, pos32v);
   const bool null_positions = in.u8() == 254;
-  // M-RoPE: sections of the d / 2 pairs (now and then invalid), and each token's height and
-  // width positions, each its temporal one three times in four (all three equal: a text token).
-  // ps64[k] / ps32[k]: stream k's positions (ps64[0] = pos64), stream_of[j]: pair j's stream.
+  // M-RoPE: sections of the d / 2 pairs (now and then invalid), stream_of[j] pair j's stream,
+  // and each token's height and width positions, each its temporal one three times in four
+  // (all three equal: a text token).
   rope::mrope_sections sec;
   std::vector<int> stream_of;
   bool sections_ok = true, null_stream = false;
-  std::vector<std::int64_t> ps64[3] = {pos64, {}, {}};
-  std::vector<std::int32_t> ps32[3] = {pos32v, {}, {}};
   std::uint8_t stream_place = 1;
   if (mrope) {
     sections_ok = decode_sections(in, d / 2, sec, stream_of);
