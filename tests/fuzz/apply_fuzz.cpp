@@ -1056,7 +1056,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // (float keys also into fp16 and bf16 caches); apply_qk_to_slots: q in place or into q_out
     // too. Bits of `opt`: 0 int32 slots, 1 q in place, 2-4 the cache inside k's buffer (0), the
     // slots (1) or positions (2) inside the cache's, 5-6 an fp16 (1) or bf16 (2) cache (float
-    // keys, int64 positions: each storage pair and position type instantiates kernels).
+    // keys, int32 or int64 positions, as the input's byte chose).
     const bool qk_slots = slots_entry == 2;
     const std::uint8_t opt = in.u8(), shape = in.u8();
     const bool slot32 = opt % 2 == 0, q_in_place = (opt & 2) != 0, null_slots = shape % 16 == 13;
@@ -1234,10 +1234,12 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       count_outcome(fi, key_work || q_work ? 8 : 1);
     };
     if constexpr (std::is_same<T, float>::value) {
-      if (!pos32 && (opt >> 5) % 4 == 1)
-        return with_cache(type_tag<rope::float16>{}, type_tag<std::int64_t>{});
-      if (!pos32 && (opt >> 5) % 4 == 2)
-        return with_cache(type_tag<rope::bfloat16>{}, type_tag<std::int64_t>{});
+      if ((opt >> 5) % 4 == 1)
+        return pos32 ? with_cache(type_tag<rope::float16>{}, type_tag<std::int32_t>{})
+                     : with_cache(type_tag<rope::float16>{}, type_tag<std::int64_t>{});
+      if ((opt >> 5) % 4 == 2)
+        return pos32 ? with_cache(type_tag<rope::bfloat16>{}, type_tag<std::int32_t>{})
+                     : with_cache(type_tag<rope::bfloat16>{}, type_tag<std::int64_t>{});
     }
     if (pos32) return with_cache(type_tag<T>{}, type_tag<std::int32_t>{});
     return with_cache(type_tag<T>{}, type_tag<std::int64_t>{});

@@ -64,8 +64,8 @@ def ramp(n):
 # The slots entry points: the bytes after the payload fills of q and k (mode 1: one byte an
 # element; q_size and k_size: the elements of their buffers). opt bit 0: int64 slots; bit 1: q
 # in place; bits 2-4: 0 the cache inside k's buffer, 1 the slots, 2 the positions inside the
-# cache's, 3 none; bits 5-6: 1 an fp16, 2 a bf16 cache (float keys, int64 positions).
-NO_PLACE, SLOTS64, Q_IN_PLACE, FP16_CACHE = 3 << 2, 1, 2, 1 << 5
+# cache's, 3 none; bits 5-6: 1 an fp16, 2 a bf16 cache (float keys).
+NO_PLACE, SLOTS64, Q_IN_PLACE, FP16_CACHE, BF16_CACHE = 3 << 2, 1, 2, 1 << 5, 2 << 5
 SKIP, RUN, PAST = 4, 0, 8  # slot -1, the previous slot + 1, the cache's token count
 
 
@@ -189,6 +189,13 @@ seeds = {
     "bf16_qk_slots_out_of_place": spec(BF16, INTER, 64, ROT_FULL, BASE_1E4)
     + run(entry=QK_SLOTS, tokens=3, qh=2, kh=1, positions=[in_range(5), in_range(6), in_range(7)],
           payload=slots_tail(3 * 2 * 64, 3 * 64, NO_PLACE, [slot(2), RUN, RUN], n_slots=5)),
+    # Float keys rounded into a 16-bit cache with int32 positions (and int32 slots).
+    "float_slots_fp16_cache_int32_positions": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(entry=SLOTS, tokens=3, qh=1, kh=2, positions=[in_range(p) for p in (3000, 3001, 3002)],
+          payload=slots_tail(3 * 128, 3 * 2 * 128, NO_PLACE | FP16_CACHE, [slot(4), RUN, SKIP], n_slots=6)),
+    "float_qk_slots_bf16_cache_int32_positions": spec(FLOAT, INTER, 96, ROT_FULL, BASE_1E6)
+    + run(entry=QK_SLOTS, tokens=2, qh=2, kh=1, positions=[in_range(17), in_range(4000)],
+          payload=slots_tail(2 * 2 * 96, 2 * 96, NO_PLACE | BF16_CACHE | Q_IN_PLACE, [slot(1), slot(0)], n_slots=3)),
     # Qwen2-VL: sections (16, 24, 24) of 64 pairs; two text tokens, then two image tokens.
     "float_mrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6)
     + run(entry=MROPE, tokens=4, qh=2, positions=[in_range(p) for p in (0, 1, 2, 2)],
