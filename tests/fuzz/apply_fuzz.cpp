@@ -29,7 +29,9 @@
 //    single-vector entry points). The slots entry points: keys into a cache view with its own
 //    geometry, token (slot) count and storage type (float keys also into fp16/bf16 caches),
 //    int32 or int64 slots (runs, -1, repeats, out of range), now and then the cache inside the
-//    keys' buffer or the slots or positions inside the cache's; on success each written cache
+//    keys' buffer or the slots or positions inside the cache's (apply_qk_to_slots: the cache
+//    inside q's buffer, q_out inside the cache's or k's; accepted only with no shared element,
+//    refused only where the rows' ranges meet); on success each written cache
 //    row is rope::apply of its token alone (scalar path) and the later token's for a repeated
 //    slot, the queries rope::apply's, and every other byte (rows of unwritten slots, gaps, the
 //    input) unchanged. M-RoPE: the apply and apply_qk checks, with sections (consecutive or
@@ -376,6 +378,26 @@ void mark_rotary(std::vector<unsigned char>& rotated, std::ptrdiff_t at, const g
     for (std::ptrdiff_t h = 0; h < g.n_heads; ++h)
       for (std::ptrdiff_t i = 0; i < d; ++i)
         rotated[static_cast<std::size_t>(at + t * g.token_stride + h * g.head_stride + i)] = 1;
+}
+
+// Where two views share one buffer (each first row `at` elements in): whether their rows' element
+// ranges meet (what a refusal needs: rope's overlap test is conservative), and whether no
+// element of one's rows is an element of the other's (what an accepted call needs).
+bool extents_meet(std::ptrdiff_t at_a, const geometry& ga, std::ptrdiff_t at_b,
+                  const geometry& gb) {
+  std::ptrdiff_t lo_a, hi_a, lo_b, hi_b;
+  span_of(ga, lo_a, hi_a);
+  span_of(gb, lo_b, hi_b);
+  return lo_a < hi_a && lo_b < hi_b && at_a + lo_a < at_b + hi_b && at_b + lo_b < at_a + hi_a;
+}
+bool rows_apart(std::size_t n, std::ptrdiff_t at_a, const geometry& ga, std::ptrdiff_t at_b,
+                const geometry& gb) {
+  std::vector<unsigned char> a(n), b(n);
+  mark_rotary(a, at_a, ga, ga.head_dim);
+  mark_rotary(b, at_b, gb, gb.head_dim);
+  for (std::size_t e = 0; e < n; ++e)
+    if (a[e] && b[e]) return false;
+  return true;
 }
 
 // A buffer of n elements against its reference: the marked (rotated) elements as
@@ -1055,8 +1077,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // apply_to_slots: k's rows into a cache of its own geometry, token count and storage type
     // (float keys also into fp16 and bf16 caches); apply_qk_to_slots: q in place or into q_out
     // too. Bits of `opt`: 0 int32 slots, 1 q in place, 2-4 the cache inside k's buffer (0), the
-    // slots (1) or positions (2) inside the cache's, 5-6 an fp16 (1) or bf16 (2) cache (float
-    // keys, int32 or int64 positions, as the input's byte chose).
+    // slots (1) or positions (2) inside the cache's, for apply_qk_to_slots the cache inside q's
+    // buffer (4) or q_out inside the cache's (5) or k's (6), 5-6 an fp16 (1) or bf16 (2) cache
+    // (float keys, int32 or int64 positions, as the input's byte chose).
     const bool qk_slots = slots_entry == 2;
     const std::uint8_t opt = in.u8(), shape = in.u8();
     const bool slot32 = opt % 2 == 0, q_in_place = (opt & 2) != 0, null_slots = shape % 16 == 13;
@@ -1111,6 +1134,33 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         host_size = k.size;
         c_data = host + base;
       }
+      // apply_qk_to_slots: the cache's rows in q's buffer, or q_out's in the cache's or k's, the
+      // lowest element place_byte elements in (when it fits): rows in another view's gaps
+      // (fused, strided) are accepted, shared ones refused.
+      auto fits = [&](const geometry& g, std::size_t size) {
+        std::ptrdiff_t glo, ghi;
+        span_of(g, glo, ghi);
+        return place_byte + (ghi - glo) <= static_cast<std::ptrdiff_t>(size);
+      };
+      const bool same_type = std::is_same<T, TC>::value;
+      const bool cache_in_q = same_type && qk_slots && place == 4 && fits(gc, q.size);
+      if (cache_in_q) {
+        host = reinterpret_cast<TC*>(q.mem.get());
+        host_size = q.size;
+        c_data = host + place_byte - clo;
+      }
+      const bool q_out_apart = qk_slots && !q_in_place;
+      const bool qo_in_c = same_type && q_out_apart && place == 5 && fits(gq_out, c.size);
+      const bool qo_in_k = q_out_apart && place == 6 && fits(gq_out, k.size);
+      T* qo_host = qo_in_c ? reinterpret_cast<T*>(c.mem.get()) : qo_in_k ? k.mem.get() : qo.mem.get();
+      T* qo_data = qo.data;
+      if (qo_in_c || qo_in_k) {
+        std::ptrdiff_t qlo, qhi;
+        span_of(gq_out, qlo, qhi);
+        qo_data = qo_host + place_byte - qlo;
+      }
+      const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo_data - qo_host;
+      const std::ptrdiff_t c_at = c_data - host, k_at = k.data - k.mem.get();
       const std::size_t slot_bytes = n_pos * (slot32 ? 4u : 8u), pos_bytes = n_pos * sizeof(Pos);
       const std::size_t at = 8 * std::size_t{place_byte % 8u};
       const bool slots_in_c = place == 1 && at + slot_bytes <= c.size * sizeof(TC);
@@ -1127,7 +1177,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
 
       const auto vq = view_of<const T>(q.data, gq);
       const auto vk = view_of<const T>(null_data ? nullptr : k.data, gk);
-      const auto vqo = q_in_place ? view_of<T>(q.data, gq) : view_of<T>(qo.data, gq_out);
+      const auto vqo = q_in_place ? view_of<T>(q.data, gq) : view_of<T>(qo_data, gq_out);
       const auto vc = view_of<TC>(c_data, gc);
       auto call = [&](auto sl) {
         return qk_slots ? rope::apply_qk_to_slots<T>(*tab, vq, vqo, vk, vc, pos_p, sl, dir, rnd)
@@ -1150,7 +1200,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                          (qk_slots && q_heads < 0),
                      n_tokens, n_slots);
         if (st == rope::status::overlapping_buffers)
-          FUZZ_CHECK(cache_in_k || slots_in_c || pos_in_c, place, place_byte);
+          FUZZ_CHECK(cache_in_k || slots_in_c || pos_in_c ||
+                         (cache_in_q && extents_meet(q_at, gq, c_at, gc)) ||
+                         (qo_in_c && extents_meet(qo_at, gq_out, c_at, gc)) ||
+                         (qo_in_k && extents_meet(qo_at, gq_out, k_at, gk)),
+                     place, place_byte);
         count_outcome(fi, 1 + sti);
         return;
       }
@@ -1176,8 +1230,14 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       }
       if (q_work)
         FUZZ_CHECK(cover(q.mem.get(), q.size, q.data, gq, mk) &&
-                       (q_in_place || cover(qo.mem.get(), qo.size, qo.data, gq_out, mk)),
+                       (q_in_place || cover(qo_host, qo_in_c ? c.size : qo_in_k ? k.size : qo.size,
+                                            qo_data, gq_out, mk)),
                    5);
+      // Views sharing a buffer share no element (the cache's rows checked whether or not a key
+      // was written: the library validates the whole view).
+      if (cache_in_q) FUZZ_CHECK(rows_apart(q.size, q_at, gq, c_at, gc), place, place_byte);
+      if (qo_in_c) FUZZ_CHECK(rows_apart(c.size, qo_at, gq_out, c_at, gc), place, place_byte);
+      if (qo_in_k) FUZZ_CHECK(rows_apart(k.size, qo_at, gq_out, k_at, gk), place, place_byte);
 
       // The reference, in copies of every buffer's bytes: q rotated alone (in place, or into
       // q_out), then each token's rows (rope::apply of that token alone, from the original
@@ -1186,19 +1246,22 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       const auto k_orig = copy_of<T>(k_before), ref_k = copy_of<T>(k_before);
       const auto ref_q = copy_of<T>(q_before), ref_qo = copy_of<T>(qo_before);
       const auto ref_c = copy_of<TC>(c_before);
-      TC* ref_host = cache_in_k ? reinterpret_cast<TC*>(ref_k.get()) : ref_c.get();
+      TC* ref_host = cache_in_k   ? reinterpret_cast<TC*>(ref_k.get())
+                     : cache_in_q ? reinterpret_cast<TC*>(ref_q.get())
+                                  : ref_c.get();
+      T* ref_qo_host = qo_in_c ? reinterpret_cast<T*>(ref_c.get()) : qo_in_k ? ref_k.get() : ref_qo.get();
       std::vector<unsigned char> rot_q(q.size), rot_k(k.size), rot_c(c.size), rot_qo(qo.size);
-      std::vector<unsigned char>& rot_host = cache_in_k ? rot_k : rot_c;
-      const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo.data - qo.mem.get();
+      std::vector<unsigned char>& rot_host = cache_in_k ? rot_k : cache_in_q ? rot_q : rot_c;
+      std::vector<unsigned char>& rot_q_out = qo_in_c ? rot_c : qo_in_k ? rot_k : rot_qo;
       if (q_work) {
         const rope::status sq = on_scalar_path([&] {
           const auto qi = view_of<const T>(ref_q.get() + q_at, gq);
           const auto qv = q_in_place ? view_of<T>(ref_q.get() + q_at, gq)
-                                     : view_of<T>(ref_qo.get() + qo_at, gq_out);
+                                     : view_of<T>(ref_qo_host + qo_at, gq_out);
           return rope::apply<T>(*tab, qi, qv, positions, dir, rnd);
         });
         FUZZ_CHECK(sq == rope::status::ok, static_cast<int>(sq));
-        mark_rotary(q_in_place ? rot_q : rot_qo, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out,
+        mark_rotary(q_in_place ? rot_q : rot_q_out, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out,
                     d);
       }
       const T* k_in = k_orig.get() + (k.data - k.mem.get());

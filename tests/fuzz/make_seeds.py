@@ -64,8 +64,15 @@ def ramp(n):
 # The slots entry points: the bytes after the payload fills of q and k (mode 1: one byte an
 # element; q_size and k_size: the elements of their buffers). opt bit 0: int64 slots; bit 1: q
 # in place; bits 2-4: 0 the cache inside k's buffer, 1 the slots, 2 the positions inside the
-# cache's, 3 none; bits 5-6: 1 an fp16, 2 a bf16 cache (float keys).
+# cache's, 3 none, and for apply_qk_to_slots 4 the cache inside q's buffer, 5 q_out inside the
+# cache's, 6 inside k's (lowest element place_byte elements in); bits 5-6: 1 an fp16, 2 a bf16
+# cache (float keys).
 NO_PLACE, SLOTS64, Q_IN_PLACE, FP16_CACHE, BF16_CACHE = 3 << 2, 1, 2, 1 << 5, 2 << 5
+CACHE_IN_Q, Q_OUT_IN_CACHE, Q_OUT_IN_K = 4 << 2, 5 << 2, 6 << 2
+
+
+def strided(head_stride, token_stride):  # geometry kind 7: any strides (int16 each)
+    return bytes([0, 7]) + struct.pack("<hh", head_stride, token_stride)
 SKIP, RUN, PAST = 4, 0, 8  # slot -1, the previous slot + 1, the cache's token count
 
 
@@ -196,6 +203,24 @@ seeds = {
     "float_qk_slots_bf16_cache_int32_positions": spec(FLOAT, INTER, 96, ROT_FULL, BASE_1E6)
     + run(entry=QK_SLOTS, tokens=2, qh=2, kh=1, positions=[in_range(17), in_range(4000)],
           payload=slots_tail(2 * 2 * 96, 2 * 96, NO_PLACE | BF16_CACHE | Q_IN_PLACE, [slot(1), slot(0)], n_slots=3)),
+    # The cache over q's own rows (q in place): overlapping_buffers, nothing written.
+    "float_qk_slots_cache_over_q_refused": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=2, qh=1, kh=1, positions=[in_range(3), in_range(4)],
+          payload=slots_tail(2 * 64, 2 * 64, CACHE_IN_Q | Q_IN_PLACE, [slot(0), RUN], n_slots=2)),
+    # q_out's rows in the gaps of a cache of token stride 128 (one head of 64): accepted.
+    "float_qk_slots_q_out_between_cache_rows": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=2, qh=1, kh=1, geo_q=strided(64, 128), positions=[in_range(3), in_range(9)],
+          payload=slots_tail(192, 2 * 64, Q_OUT_IN_CACHE, [slot(2), slot(0)], n_slots=3,
+                             geo_c=strided(64, 128), place_byte=64)),
+    # q_out over k's rows: overlapping_buffers, nothing written.
+    "float_qk_slots_q_out_over_keys_refused": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=2, qh=1, kh=1, positions=[in_range(3), in_range(4)],
+          payload=slots_tail(2 * 64, 2 * 64, Q_OUT_IN_K, [slot(0), RUN], n_slots=2)),
+    # q_out's rows between k's heads (head stride 128): a fused buffer, accepted.
+    "float_qk_slots_q_out_between_key_heads": spec(FLOAT, INTER, 64, ROT_FULL, BASE_1E4)
+    + run(entry=QK_SLOTS, tokens=2, qh=1, kh=2, geo_q=strided(64, 128), geo_k=strided(128, 256),
+          positions=[in_range(3), in_range(9)],
+          payload=slots_tail(192, 448, Q_OUT_IN_K, [slot(1), slot(0)], n_slots=2, place_byte=64)),
     # Qwen2-VL: sections (16, 24, 24) of 64 pairs; two text tokens, then two image tokens.
     "float_mrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6)
     + run(entry=MROPE, tokens=4, qh=2, positions=[in_range(p) for p in (0, 1, 2, 2)],
