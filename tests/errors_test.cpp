@@ -297,6 +297,12 @@ TEST_F(HotPath, HeadStrideBelowHeadDimOrOverlappingTokensAreRefused) {
   EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), 1, H, D), one_token,
                                pos.data()),
             rope::status::bad_stride);
+  // Conservative: 3 tokens x 2 heads at token stride 2D and head stride 3D share no element
+  // (rows at 0, 2D, 3D, 4D, 5D, 7D) but are neither token-major nor head-major: refused.
+  rope::heads_view<float> apart_but_mixed{out.data(), 3, H, D, 2 * D, 3 * D};
+  EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads<const float>(in.data(), 3, H, D),
+                               apart_but_mixed, pos.data()),
+            rope::status::bad_stride);
   expect_out_untouched();
 }
 

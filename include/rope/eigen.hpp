@@ -121,7 +121,8 @@ inline constexpr std::size_t fixed_columns =
 /// of cols/n_heads elements per row), row t at positions[t]. out may be in itself (in place)
 /// and must not otherwise overlap it. out's scalar may differ from in's (e.g. float in,
 /// 16-bit out into a KV cache) when rope::apply supports that pair; rnd as for rope::apply.
-/// Returns status::bad_dimension when cols is not a multiple of n_heads or the shapes differ,
+/// Returns status::bad_dimension when n_heads < 1 (the head size cols / n_heads is undefined,
+/// unlike a heads_view with zero heads), cols is not a multiple of n_heads or the shapes differ,
 /// status::bad_stride when an inner stride is not 1.
 template <std::size_t Dim = from_columns, class In, class Out, class Pos,
           class = std::enable_if_t<detail::is_dense_v<In> && detail::is_dense_v<Out>>>

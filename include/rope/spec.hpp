@@ -207,7 +207,8 @@ enum class status : unsigned char {
   bad_dimension,          ///< head_dim < rotary_dim, negative count, Dim != table's rotary_dim,
                           ///< (rerotate, shift_positions) invalid frequencies, or (apply_mrope)
                           ///< sections that do not assign the rotary_dim / 2 pairs
-  bad_stride,             ///< head stride < head_dim, or rows that overlap each other
+  bad_stride,             ///< head stride < head_dim, or strides neither token-major nor
+                          ///< head-major (rows may overlap; refused even where they do not)
   overlapping_buffers,    ///< in and out (or q and k) partially overlap, or positions in an output
   position_out_of_range,  ///< a position < 0 or >= the table's length; (apply_to_slots) a slot
                           ///< < -1 or >= the cache's token count
@@ -231,7 +232,8 @@ inline const char* message(status st) noexcept {
              "table's rotary_dim, (rerotate, shift_positions) invalid frequencies, or "
              "(apply_mrope) sections that do not assign the rotary_dim / 2 pairs";
     case status::bad_stride:
-      return "invalid argument: head stride < head_dim, or token/head strides make rows overlap";
+      return "invalid argument: head stride < head_dim, or token/head strides that are neither "
+             "token-major nor head-major (rows that may overlap)";
     case status::overlapping_buffers:
       return "invalid argument: two views share elements without being the same rows (in and out, "
              "or q and k), or the positions lie inside an output";
