@@ -380,6 +380,15 @@ void mark_rotary(std::vector<unsigned char>& rotated, std::ptrdiff_t at, const g
         rotated[static_cast<std::size_t>(at + t * g.token_stride + h * g.head_stride + i)] = 1;
 }
 
+// A view of geometry g placed in a buffer of `size` elements with its lowest element `lowest`
+// elements in: its data pointer's offset there (>= 0, as span_of's lo <= 0), or -1 when the
+// rows do not fit.
+std::ptrdiff_t place_in(const geometry& g, std::size_t size, std::ptrdiff_t lowest) {
+  std::ptrdiff_t lo, hi;
+  span_of(g, lo, hi);
+  return lowest >= 0 && lowest + (hi - lo) <= static_cast<std::ptrdiff_t>(size) ? lowest - lo : -1;
+}
+
 // Where two views share one buffer (each first row `at` elements in): whether their rows' element
 // ranges meet (what a refusal needs: rope's overlap test is conservative), and whether no
 // element of one's rows is an element of the other's (what an accepted call needs).
@@ -1117,50 +1126,36 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         qo.allocate(gq_out, offset);
         fill_canary(qo);
       }
-      // The cache in k's buffer (its lowest element 0..7 elements in), or an array in the cache's
-      // buffer at byte 0, 8, ..., 56 (aligned for int64), when it fits.
-      TC* host = c.mem.get();
-      std::size_t host_size = c.size;
-      TC* c_data = c.data;
-      const void* slots_p = slot32 ? static_cast<const void*>(s32.data()) : s64.data();
-      const Pos* pos_p = null_positions ? nullptr : positions;
-      std::ptrdiff_t clo, chi;
-      span_of(gc, clo, chi);
-      const std::ptrdiff_t base = place_byte % 8 - clo;
-      const bool cache_in_k = std::is_same<T, TC>::value && place == 0 && base + clo >= 0 &&
-                              static_cast<std::size_t>(base + chi) <= k.size;
-      if (cache_in_k) {
-        host = reinterpret_cast<TC*>(k.mem.get());
-        host_size = k.size;
-        c_data = host + base;
-      }
-      // apply_qk_to_slots: the cache's rows in q's buffer, or q_out's in the cache's or k's, the
-      // lowest element place_byte elements in (when it fits): rows in another view's gaps
-      // (fused, strided) are accepted, shared ones refused.
-      auto fits = [&](const geometry& g, std::size_t size) {
-        std::ptrdiff_t glo, ghi;
-        span_of(g, glo, ghi);
-        return place_byte + (ghi - glo) <= static_cast<std::ptrdiff_t>(size);
-      };
-      const bool same_type = std::is_same<T, TC>::value;
-      const bool cache_in_q = same_type && qk_slots && place == 4 && fits(gc, q.size);
-      if (cache_in_q) {
-        host = reinterpret_cast<TC*>(q.mem.get());
-        host_size = q.size;
-        c_data = host + place_byte - clo;
-      }
-      const bool q_out_apart = qk_slots && !q_in_place;
-      const bool qo_in_c = same_type && q_out_apart && place == 5 && fits(gq_out, c.size);
-      const bool qo_in_k = q_out_apart && place == 6 && fits(gq_out, k.size);
-      T* qo_host = qo_in_c ? reinterpret_cast<T*>(c.mem.get()) : qo_in_k ? k.mem.get() : qo.mem.get();
-      T* qo_data = qo.data;
-      if (qo_in_c || qo_in_k) {
-        std::ptrdiff_t qlo, qhi;
-        span_of(gq_out, qlo, qhi);
-        qo_data = qo_host + place_byte - qlo;
-      }
+      // Views placed in another view's buffer, their lowest element `lowest` elements in (when
+      // they fit; else their own buffer): the cache in k's buffer (0..7 elements in) and, for
+      // apply_qk_to_slots, the cache in q's or q_out in the cache's or k's (place_byte elements
+      // in): rows in another view's gaps (fused, strided) are accepted, shared ones refused.
+      // Below, an array in the cache's buffer at byte 0, 8, ..., 56 (aligned for int64).
+      const bool same_type = std::is_same<T, TC>::value, q_out_apart = qk_slots && !q_in_place;
+      const std::ptrdiff_t c_in_k =
+          same_type && place == 0 ? place_in(gc, k.size, place_byte % 8) : -1;
+      const std::ptrdiff_t c_in_q =
+          same_type && qk_slots && place == 4 ? place_in(gc, q.size, place_byte) : -1;
+      const std::ptrdiff_t qo_in_c_at =
+          same_type && q_out_apart && place == 5 ? place_in(gq_out, c.size, place_byte) : -1;
+      const std::ptrdiff_t qo_in_k_at =
+          q_out_apart && place == 6 ? place_in(gq_out, k.size, place_byte) : -1;
+      const bool cache_in_k = c_in_k >= 0, cache_in_q = c_in_q >= 0;
+      const bool qo_in_c = qo_in_c_at >= 0, qo_in_k = qo_in_k_at >= 0;
+      TC* host = cache_in_k   ? reinterpret_cast<TC*>(k.mem.get())
+                 : cache_in_q ? reinterpret_cast<TC*>(q.mem.get())
+                              : c.mem.get();
+      const std::size_t host_size = cache_in_k ? k.size : cache_in_q ? q.size : c.size;
+      TC* const c_data = cache_in_k ? host + c_in_k : cache_in_q ? host + c_in_q : c.data;
+      T* qo_host = qo_in_c   ? reinterpret_cast<T*>(c.mem.get())
+                   : qo_in_k ? k.mem.get()
+                             : qo.mem.get();
+      const std::size_t qo_host_size = qo_in_c ? c.size : qo_in_k ? k.size : qo.size;
+      T* const qo_data = qo_in_c ? qo_host + qo_in_c_at : qo_in_k ? qo_host + qo_in_k_at : qo.data;
       const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo_data - qo_host;
       const std::ptrdiff_t c_at = c_data - host, k_at = k.data - k.mem.get();
+      const void* slots_p = slot32 ? static_cast<const void*>(s32.data()) : s64.data();
+      const Pos* pos_p = null_positions ? nullptr : positions;
       const std::size_t slot_bytes = n_pos * (slot32 ? 4u : 8u), pos_bytes = n_pos * sizeof(Pos);
       const std::size_t at = 8 * std::size_t{place_byte % 8u};
       const bool slots_in_c = place == 1 && at + slot_bytes <= c.size * sizeof(TC);
@@ -1230,14 +1225,16 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       }
       if (q_work)
         FUZZ_CHECK(cover(q.mem.get(), q.size, q.data, gq, mk) &&
-                       (q_in_place || cover(qo_host, qo_in_c ? c.size : qo_in_k ? k.size : qo.size,
-                                            qo_data, gq_out, mk)),
+                       (q_in_place || cover(qo_host, qo_host_size, qo_data, gq_out, mk)),
                    5);
       // Views sharing a buffer share no element (the cache's rows checked whether or not a key
       // was written: the library validates the whole view).
       if (cache_in_q) FUZZ_CHECK(rows_apart(q.size, q_at, gq, c_at, gc), place, place_byte);
-      if (qo_in_c) FUZZ_CHECK(rows_apart(c.size, qo_at, gq_out, c_at, gc), place, place_byte);
-      if (qo_in_k) FUZZ_CHECK(rows_apart(k.size, qo_at, gq_out, k_at, gk), place, place_byte);
+      if (qo_in_c || qo_in_k) {
+        const geometry& other = qo_in_c ? gc : gk;
+        FUZZ_CHECK(rows_apart(qo_host_size, qo_at, gq_out, qo_in_c ? c_at : k_at, other), place,
+                   place_byte);
+      }
 
       // The reference, in copies of every buffer's bytes: q rotated alone (in place, or into
       // q_out), then each token's rows (rope::apply of that token alone, from the original
@@ -1249,7 +1246,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       TC* ref_host = cache_in_k   ? reinterpret_cast<TC*>(ref_k.get())
                      : cache_in_q ? reinterpret_cast<TC*>(ref_q.get())
                                   : ref_c.get();
-      T* ref_qo_host = qo_in_c ? reinterpret_cast<T*>(ref_c.get()) : qo_in_k ? ref_k.get() : ref_qo.get();
+      T* ref_qo_host = qo_in_c   ? reinterpret_cast<T*>(ref_c.get())
+                       : qo_in_k ? ref_k.get()
+                                 : ref_qo.get();
       std::vector<unsigned char> rot_q(q.size), rot_k(k.size), rot_c(c.size), rot_qo(qo.size);
       std::vector<unsigned char>& rot_host = cache_in_k ? rot_k : cache_in_q ? rot_q : rot_c;
       std::vector<unsigned char>& rot_q_out = qo_in_c ? rot_c : qo_in_k ? rot_k : rot_qo;
@@ -1261,8 +1260,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
           return rope::apply<T>(*tab, qi, qv, positions, dir, rnd);
         });
         FUZZ_CHECK(sq == rope::status::ok, static_cast<int>(sq));
-        mark_rotary(q_in_place ? rot_q : rot_q_out, q_in_place ? q_at : qo_at, q_in_place ? gq : gq_out,
-                    d);
+        mark_rotary(q_in_place ? rot_q : rot_q_out, q_in_place ? q_at : qo_at,
+                    q_in_place ? gq : gq_out, d);
       }
       const T* k_in = k_orig.get() + (k.data - k.mem.get());
       // The token each slot holds at the end.
@@ -1372,10 +1371,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     // Fused: k's first row D, 2D (v's slot), D/2 or 5D/2 (into the next head's q) after q's.
     const std::ptrdiff_t fused_off[4] = {view_dim, 2 * view_dim, view_dim / 2, 5 * view_dim / 2};
     // Else k's lowest element 0..7 elements into q's buffer.
-    const std::ptrdiff_t base =
-        fused ? (q.data - q.mem.get()) + fused_off[(fused_byte >> 2) % 4] : in.u8() % 8 - klo;
-    if (base + klo >= 0 && static_cast<std::size_t>(base + khi) <= q.size) {
-      k_data = q.mem.get() + base;
+    const std::ptrdiff_t at = place_in(
+        gk, q.size,
+        fused ? (q.data - q.mem.get()) + fused_off[(fused_byte >> 2) % 4] + klo : in.u8() % 8);
+    if (at >= 0) {
+      k_data = q.mem.get() + at;
       k_src_mem = q.mem.get();
       k_src_size = q.size;
       k_src_before = q.bytes();
