@@ -69,11 +69,11 @@ def ramp(n):
 # cache (float keys).
 NO_PLACE, SLOTS64, Q_IN_PLACE, FP16_CACHE, BF16_CACHE = 3 << 2, 1, 2, 1 << 5, 2 << 5
 CACHE_IN_Q, Q_OUT_IN_CACHE, Q_OUT_IN_K = 4 << 2, 5 << 2, 6 << 2
+SKIP, RUN, PAST = 4, 0, 8  # slot -1, the previous slot + 1, the cache's token count
 
 
 def strided(head_stride, token_stride):  # geometry kind 7: any strides (int16 each)
     return bytes([0, 7]) + struct.pack("<hh", head_stride, token_stride)
-SKIP, RUN, PAST = 4, 0, 8  # slot -1, the previous slot + 1, the cache's token count
 
 
 def slot(v):  # a slot in range (v < 16)
