@@ -1154,6 +1154,13 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
       T* const qo_data = qo_in_c ? qo_host + qo_in_c_at : qo_in_k ? qo_host + qo_in_k_at : qo.data;
       const std::ptrdiff_t q_at = q.data - q.mem.get(), qo_at = qo_data - qo_host;
       const std::ptrdiff_t c_at = c_data - host, k_at = k.data - k.mem.get();
+      // The two views that share a buffer under places 4-6 (at most one pair: `place` is one
+      // value): the buffer's element count and each view's first-row offset and geometry.
+      const bool shared = cache_in_q || qo_in_c || qo_in_k;
+      const std::size_t shared_size = cache_in_q ? q.size : qo_host_size;
+      const std::ptrdiff_t at_a = cache_in_q ? q_at : qo_at, at_b = qo_in_k ? k_at : c_at;
+      const geometry& ga = cache_in_q ? gq : gq_out;
+      const geometry& gb = qo_in_k ? gk : gc;
       const void* slots_p = slot32 ? static_cast<const void*>(s32.data()) : s64.data();
       const Pos* pos_p = null_positions ? nullptr : positions;
       const std::size_t slot_bytes = n_pos * (slot32 ? 4u : 8u), pos_bytes = n_pos * sizeof(Pos);
@@ -1196,9 +1203,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                      n_tokens, n_slots);
         if (st == rope::status::overlapping_buffers)
           FUZZ_CHECK(cache_in_k || slots_in_c || pos_in_c ||
-                         (cache_in_q && extents_meet(q_at, gq, c_at, gc)) ||
-                         (qo_in_c && extents_meet(qo_at, gq_out, c_at, gc)) ||
-                         (qo_in_k && extents_meet(qo_at, gq_out, k_at, gk)),
+                         (shared && extents_meet(at_a, ga, at_b, gb)),
                      place, place_byte);
         count_outcome(fi, 1 + sti);
         return;
@@ -1229,12 +1234,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
                    5);
       // Views sharing a buffer share no element (the cache's rows checked whether or not a key
       // was written: the library validates the whole view).
-      if (cache_in_q) FUZZ_CHECK(rows_apart(q.size, q_at, gq, c_at, gc), place, place_byte);
-      if (qo_in_c || qo_in_k) {
-        const geometry& other = qo_in_c ? gc : gk;
-        FUZZ_CHECK(rows_apart(qo_host_size, qo_at, gq_out, qo_in_c ? c_at : k_at, other), place,
-                   place_byte);
-      }
+      if (shared) FUZZ_CHECK(rows_apart(shared_size, at_a, ga, at_b, gb), place, place_byte);
 
       // The reference, in copies of every buffer's bytes: q rotated alone (in place, or into
       // q_out), then each token's rows (rope::apply of that token alone, from the original
