@@ -403,6 +403,66 @@ TEST(GroupedQuery, QAndKInOneCallEqualTwoCalls) {
   }
 }
 
+// The storage type is deduced when one input view is mutable and the other const (queries
+// rotated in place, keys read from a read-only buffer straight into an fp16 cache), or both
+// mutable, in apply_qk, apply_qk_to_slots and apply_qk_mrope: the explicit-T calls' bits, and
+// queries within the float bound 3 * 2^-24 * r of a long double rotation.
+TEST(Deduction, MutableAndConstInputViewsDeduceTheStorageType) {
+  const int T = 3, Hq = 4, Hk = 2, D = 64;
+  const rope::layout l = rope::layout::half_split;
+  auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e4, l), 1024);
+  const std::vector<std::int64_t> pos = {5, 1000, 0};
+  const std::vector<std::int32_t> slots = {2, -1, 0};
+  const rope::mrope_sections sec{16, 8, 8, false};
+  const std::vector<float> q0 = random_vector<float>(T * Hq * D, 11);
+  std::vector<float> k0 = random_vector<float>(T * Hk * D, 12);
+  const std::vector<ld> w = oracle::inv_freq(1e4, D);
+  using h16 = rope::float16;
+  const h16 canary = rope::storage_traits<h16>::store(-7.25f);
+  const auto run = [&](auto k, int entry) {
+    std::vector<float> qa = q0, qb = q0;
+    std::vector<h16> ca(k0.size(), canary), cb(k0.size(), canary);
+    const rope::heads_view<float> qva = rope::packed_heads(qa.data(), T, Hq, D);
+    const rope::heads_view<float> qvb = rope::packed_heads(qb.data(), T, Hq, D);
+    const rope::heads_view<const float> qb_in = qvb, kb_in = k;
+    const rope::heads_view<h16> cva = rope::packed_heads(ca.data(), T, Hk, D);
+    const rope::heads_view<h16> cvb = rope::packed_heads(cb.data(), T, Hk, D);
+    const std::int64_t* p = pos.data();
+    rope::status deduced = rope::status::ok, named = rope::status::ok;
+    if (entry == 0) {
+      deduced = rope::apply_qk(*tab, qva, qva, k, cva, p);
+      named = rope::apply_qk<float>(*tab, qb_in, qvb, kb_in, cvb, p);
+    } else if (entry == 1) {
+      deduced = rope::apply_qk_to_slots(*tab, qva, qva, k, cva, p, slots.data());
+      named = rope::apply_qk_to_slots<float>(*tab, qb_in, qvb, kb_in, cvb, p, slots.data());
+    } else {
+      deduced = rope::apply_qk_mrope(*tab, sec, qva, qva, k, cva, p, p, p);
+      named = rope::apply_qk_mrope<float>(*tab, sec, qb_in, qvb, kb_in, cvb, p, p, p);
+    }
+    ASSERT_EQ(deduced, rope::status::ok) << entry;
+    ASSERT_EQ(named, rope::status::ok) << entry;
+    EXPECT_EQ(0, std::memcmp(qa.data(), qb.data(), qa.size() * sizeof(float))) << entry;
+    EXPECT_EQ(0, std::memcmp(ca.data(), cb.data(), ca.size() * sizeof(h16))) << entry;
+    EXPECT_NE(0, std::memcmp(&ca[0], &canary, sizeof(h16))) << entry;  // a key was written
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < Hq; ++h) {
+        const std::size_t row = static_cast<std::size_t>((t * Hq + h) * D);
+        const std::vector<ld> want =
+            oracle::rotate(q0.data() + row, D, D, w, l, static_cast<ld>(pos[static_cast<std::size_t>(t)]));
+        for (std::size_t j = 0; j < static_cast<std::size_t>(D / 2); ++j) {
+          const std::size_t a = row + j, b = row + j + D / 2;
+          const ld r = std::hypot(static_cast<ld>(q0[a]), static_cast<ld>(q0[b]));
+          ASSERT_LE(std::fabs(static_cast<ld>(qa[a]) - want[j]), 3 * kUf * r) << entry;
+          ASSERT_LE(std::fabs(static_cast<ld>(qa[b]) - want[j + D / 2]), 3 * kUf * r) << entry;
+        }
+      }
+  };
+  for (int entry = 0; entry < 3; ++entry) {
+    run(rope::heads_view<const float>{k0.data(), T, Hk, D, Hk * D, D}, entry);
+    run(rope::heads_view<float>{k0.data(), T, Hk, D, Hk * D, D}, entry);
+  }
+}
+
 // q, k and v in one fused projection buffer [T, Hq + 2 Hk, D]: q and k rows interleave in
 // memory without sharing an element, so apply_qk accepts them; v is untouched. A k view that
 // starts inside q's block does share elements and is refused with nothing written.

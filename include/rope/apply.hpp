@@ -533,6 +533,16 @@ status apply_qk_views(const table<Real>& tab, const heads_view<TIn>& q_in,
   return status::ok;
 }
 
+// The storage type of two input views whose own types the call deduces, where at least one of
+// them is mutable (q rotated in place is a heads_view<float>, k read from an activation buffer
+// often a heads_view<const float>): their common type without const, else no such overload.
+// Two const inputs are deduced by the overloads taking heads_view<const T>.
+template <class QIn, class KIn>
+using deduced_input_t =
+    std::enable_if_t<std::is_same<std::remove_const_t<QIn>, std::remove_const_t<KIn>>::value &&
+                         !(std::is_const<QIn>::value && std::is_const<KIn>::value),
+                     std::remove_const_t<QIn>>;
+
 }  // namespace detail
 
 /// Rotates in -> out (out-of-place; or in place when out is the same rows as in), token t at
@@ -582,16 +592,18 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
   return detail::apply_qk_views<Dim>(tab, q_in, q_out, k_in, k_out, positions, dir, rnd);
 }
 
-/// Out of place from mutable input views, their storage type deduced (both inputs of one type).
-template <class TIn, class TQOut, class TKOut, class Pos,
-          std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
-[[nodiscard]] status apply_qk(const table<compute_type_t<TIn>>& tab, const heads_view<TIn>& q_in,
-                              const heads_view<TQOut>& q_out, const heads_view<TIn>& k_in,
+/// Out of place with the storage type deduced from input views of which one or both are mutable
+/// (e.g. `rope::apply_qk(tab, q, q, k_const, k_cache, positions)`: queries in place, keys from a
+/// read-only buffer into a cache); both inputs of one storage type.
+template <class QIn, class TQOut, class KIn, class TKOut, class Pos,
+          class T = detail::deduced_input_t<QIn, KIn>>
+[[nodiscard]] status apply_qk(const table<compute_type_t<T>>& tab, const heads_view<QIn>& q_in,
+                              const heads_view<TQOut>& q_out, const heads_view<KIn>& k_in,
                               const heads_view<TKOut>& k_out, const Pos* positions,
                               direction dir = direction::forward,
                               rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_qk_views<dynamic>(tab, heads_view<const TIn>(q_in), q_out,
-                                         heads_view<const TIn>(k_in), k_out, positions, dir, rnd);
+  return detail::apply_qk_views<dynamic>(tab, heads_view<const T>(q_in), q_out,
+                                         heads_view<const T>(k_in), k_out, positions, dir, rnd);
 }
 
 /// Queries and keys of one batch in one call (grouped-query attention: their own head counts

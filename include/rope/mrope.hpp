@@ -263,6 +263,21 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
                                            dir, rnd);
 }
 
+/// The storage type deduced from input views of which one or both are mutable (both inputs of
+/// one storage type; as rope::apply_qk).
+template <class QIn, class TQOut, class KIn, class TKOut, class Pos,
+          class T = detail::deduced_input_t<QIn, KIn>>
+[[nodiscard]] status apply_qk_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,
+                                    const heads_view<QIn>& q_in, const heads_view<TQOut>& q_out,
+                                    const heads_view<KIn>& k_in, const heads_view<TKOut>& k_out,
+                                    const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
+                                    direction dir = direction::forward,
+                                    rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<dynamic>(tab, sec, heads_view<const T>(q_in), q_out,
+                                               heads_view<const T>(k_in), k_out, pos_t, pos_h,
+                                               pos_w, dir, rnd);
+}
+
 /// Queries and keys in one call, in place.
 template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply_qk_mrope(const table<compute_type_t<T>>& tab, const mrope_sections& sec,

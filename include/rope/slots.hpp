@@ -177,17 +177,18 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
                                               dir, rnd);
 }
 
-/// From mutable input views, their storage type deduced (both inputs of one type).
-template <class TIn, class TQOut, class TKOut, class Pos, class Slot,
-          std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
-[[nodiscard]] status apply_qk_to_slots(const table<compute_type_t<TIn>>& tab,
-                                       const heads_view<TIn>& q_in, const heads_view<TQOut>& q_out,
-                                       const heads_view<TIn>& k_in,
+/// The storage type deduced from input views of which one or both are mutable (both inputs of
+/// one storage type; as rope::apply_qk).
+template <class QIn, class TQOut, class KIn, class TKOut, class Pos, class Slot,
+          class T = detail::deduced_input_t<QIn, KIn>>
+[[nodiscard]] status apply_qk_to_slots(const table<compute_type_t<T>>& tab,
+                                       const heads_view<QIn>& q_in, const heads_view<TQOut>& q_out,
+                                       const heads_view<KIn>& k_in,
                                        const heads_view<TKOut>& k_cache, const Pos* positions,
                                        const Slot* k_slots, direction dir = direction::forward,
                                        rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_qk_to_slots_views<dynamic>(tab, heads_view<const TIn>(q_in), q_out,
-                                                  heads_view<const TIn>(k_in), k_cache, positions,
+  return detail::apply_qk_to_slots_views<dynamic>(tab, heads_view<const T>(q_in), q_out,
+                                                  heads_view<const T>(k_in), k_cache, positions,
                                                   k_slots, dir, rnd);
 }
 
