@@ -314,8 +314,9 @@ TEST_F(HotPath, ShapeMismatchesAreRefused) {
   EXPECT_EQ((rope::apply<float, 64>(*tab, in_view(), out_view(), pos.data())), rope::status::bad_dimension);
   EXPECT_EQ(rope::apply<float>(*tab, in_view(), rope::heads_view<float>{out.data(), -1, H, D, H * D, D}, pos.data()),
             rope::status::bad_dimension);
-  // A negative count is bad_dimension wherever it is: tokens, heads or head_dim, in place or in
-  // either view out of place (a zero count is a no-op success, below).
+  // A negative count is bad_dimension wherever it is: tokens, heads or head_dim, in place and in
+  // the input view out of place (the output's negative token count is above; a zero count is a
+  // no-op success, ZeroTokensOrHeadsIsNoOpSuccess).
   const rope::heads_view<float> negative[] = {{out.data(), -1, H, D, H * D, D},
                                               {out.data(), T, -2, D, H * D, D},
                                               {out.data(), T, H, -D, H * D, D}};
