@@ -457,6 +457,22 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   EXPECT_EQ(m.spec.rotary_dim, 96);
   EXPECT_EQ(m.scaling.original_max_position_embeddings, 4096);
   EXPECT_EQ(m.scaling.factor, 32.0);
+  // "su", LongRoPE's first name (Phi-3 configs, `type`): the same scaling, both lists.
+  {
+    rope::model_config su = cfg;
+    su.rope_scaling.erase("rope_type");
+    su.rope_scaling["type"] = "su";
+    const rope::scaled_spec s = rope::from_config(su, rope::layout::interleaved);
+    EXPECT_EQ(s.scaling.type, rope::scaling_type::longrope);
+    for (std::int64_t len : {std::int64_t{4096}, std::int64_t{4097}}) {
+      const auto fs = rope::compute_frequencies(s.spec, s.scaling, len);
+      const auto fl = rope::compute_frequencies(m.spec, m.scaling, len);
+      EXPECT_EQ(fs.frequencies.inv_freq, fl.frequencies.inv_freq) << len;
+      EXPECT_EQ(fs.frequencies.attention_factor, fl.frequencies.attention_factor) << len;
+      EXPECT_EQ(fs.choice.list, len > 4096 ? rope::factor_list::long_factors
+                                           : rope::factor_list::short_factors);
+    }
+  }
 
   // v5 rope_parameters carry rope_theta and partial_rotary_factor.
   cfg = llama_like();

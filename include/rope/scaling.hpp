@@ -613,7 +613,10 @@ struct model_config {
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
   /// short_factor, long_factor, mrope_section, mrope_interleaved; v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
-  /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies.
+  /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies, and "su"
+  /// (LongRoPE's first name, in Phi-3 configs) means longrope. Phi-3's other legacy name,
+  /// "yarn" with short_factor and long_factor lists, is read as YaRN here (HF renames it only
+  /// inside Phi3Config): give such a config rope_type "longrope".
   std::map<std::string, config_value> rope_scaling;
   /// Multi-head latent attention (DeepSeek-V2/V3): qk_rope_head_dim, the width rotated in
   /// each query/key head (64; the other qk_nope_head_dim dims are not rotated), or 0 = absent.
@@ -726,9 +729,11 @@ inline scaling_type parse_rope_type(const std::string& t) {
   if (t == "dynamic") return scaling_type::dynamic_ntk;
   if (t == "yarn") return scaling_type::yarn;
   if (t == "llama3") return scaling_type::llama3;
-  if (t == "longrope") return scaling_type::longrope;
+  // "su": LongRoPE's first name, still in Phi-3 configs; HF's Phi3Config renames it longrope.
+  if (t == "longrope" || t == "su") return scaling_type::longrope;
   scaling_error("rope_type", "\"" + t + "\"",
-                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope)");
+                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope; aliases: "
+                "type for rope_type, mrope for default, su for longrope)");
 }
 
 }  // namespace detail
