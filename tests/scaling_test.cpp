@@ -577,8 +577,8 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
   neg_entry[3] = -1;
   nan_entry[5] = nan;
   const std::vector<bad_config> cases = {
-      {"unknown rope_type", {{"rope_type", "su-per"}}, "rope_type"},
-      {"unknown type alias", {{"type", "nope"}}, "rope_type"},
+      {"unknown rope_type", {{"rope_type", "su-per"}}, "rope_type=\"su-per\""},
+      {"unknown type alias", {{"type", "nope"}}, "type=\"nope\""},  // and not rope_type: below
       {"rope_type not a string", {{"rope_type", 3}}, "rope_type"},
       {"linear without factor", {{"rope_type", "linear"}}, "factor"},
       {"ntk without factor", {{"rope_type", "ntk"}}, "factor"},
@@ -801,6 +801,15 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
     if (bc.adjust) bc.adjust(cfg);
     expect_error_naming([&] { (void)rope::from_config(cfg, rope::layout::half_split); }, bc.key,
                         bc.what);
+  }
+  // The unknown-type error names the key the config used: `type`, not `rope_type`.
+  rope::model_config alias_cfg = llama_like();
+  alias_cfg.rope_scaling = {{"type", "nope"}};
+  try {
+    (void)rope::from_config(alias_cfg, rope::layout::half_split);
+    ADD_FAILURE() << "type=nope accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("type=\"nope\" ", 0), 0u) << e.what();
   }
 }
 

@@ -722,7 +722,8 @@ class scaling_keys {
   const char* type_;
 };
 
-inline scaling_type parse_rope_type(const std::string& t) {
+/// The scaling type a config's rope_type (or its alias `type`, named by key) names.
+inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "default" || t == "mrope") return scaling_type::none;  // mrope: Qwen2-VL's alias
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
@@ -731,7 +732,7 @@ inline scaling_type parse_rope_type(const std::string& t) {
   if (t == "llama3") return scaling_type::llama3;
   // "su": LongRoPE's first name, still in Phi-3 configs; HF's Phi3Config renames it longrope.
   if (t == "longrope" || t == "su") return scaling_type::longrope;
-  scaling_error("rope_type", "\"" + t + "\"",
+  scaling_error(key, "\"" + t + "\"",
                 "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope; aliases: "
                 "type for rope_type, mrope for default, su for longrope)");
 }
@@ -773,7 +774,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   }
   scaled_spec out;
   scaling& sc = out.scaling;
-  sc.type = detail::parse_rope_type(type_name);
+  sc.type = detail::parse_rope_type(type_name, type_key ? type_key : "rope_type");
   const detail::scaling_keys keys(m, to_string(sc.type));
 
   // The spec.
