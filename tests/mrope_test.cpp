@@ -506,6 +506,21 @@ TEST(Mrope, FromConfigReadsTheSections) {
   m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.mrope.temporal, 24);
   EXPECT_TRUE(m.mrope.interleaved);
+  // Qwen2.5-VL's long-context config: YaRN with the sections in the same block (its model card's
+  // `"type": "yarn", "mrope_section": [16, 24, 24], "factor": 4, ...`): both are read.
+  cfg.rope_scaling = {{"type", "yarn"},
+                      {"mrope_section", {16, 24, 24}},
+                      {"factor", 4},
+                      {"original_max_position_embeddings", 32768}};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::yarn);
+  EXPECT_EQ(m.scaling.factor, 4.0);
+  EXPECT_EQ(m.scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(m.mrope.temporal, 16);
+  EXPECT_EQ(m.mrope.height, 24);
+  EXPECT_EQ(m.mrope.width, 24);
+  EXPECT_NEAR(rope::compute_frequencies(m.spec, m.scaling).frequencies.attention_factor,
+              1 + 0.1 * std::log(4.0), 1e-15);
   cfg.rope_scaling = {};
   m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.mrope.temporal + m.mrope.height + m.mrope.width, 0);
