@@ -298,6 +298,47 @@ TEST(LongRope, ShortListIffSeqLenAtMostOriginalLength) {
             rope::compute_frequencies(sp, sc, 4097).choice);
 }
 
+// Phi-3.5-MoE's short_mscale / long_mscale: the attention factor of the list in use, over an
+// explicit attention_factor and the computed A; an unset one leaves its list those. The
+// frequencies do not move.
+TEST(LongRope, PerListMscaleIsTheAttentionFactorOfThatList) {
+  const rope::spec sp = spec(96, 1e4);
+  const rope::scaling plain = longrope_example(48);
+  const double computed = std::sqrt(1 + std::log(32.0) / std::log(4096.0));
+  rope::scaling both = plain;
+  both.short_mscale = 1.1;
+  both.long_mscale = 1.3;
+  rope::scaling long_only = plain;
+  long_only.long_mscale = 1.3;
+  rope::scaling over = both;
+  over.attention_factor = 2.0;
+  rope::scaling long_only_over = long_only;
+  long_only_over.attention_factor = 2.0;
+  for (std::int64_t L : {1, 4096, 4097, 131072}) {
+    const bool lg = L > 4096;
+    const auto p = rope::compute_frequencies(sp, plain, L).frequencies;
+    const auto check = [&](const rope::scaling& sc, double want, const char* what) {
+      const auto r = rope::compute_frequencies(sp, sc, L);
+      EXPECT_EQ(r.frequencies.attention_factor, want) << what << " L=" << L;
+      EXPECT_EQ(r.frequencies.inv_freq, p.inv_freq) << what << " L=" << L;
+      EXPECT_EQ(r.choice.list, lg ? rope::factor_list::long_factors
+                                  : rope::factor_list::short_factors);
+    };
+    EXPECT_LE(std::fabs(p.attention_factor - computed), 3e-16) << L;
+    check(both, lg ? 1.3 : 1.1, "both");
+    check(over, lg ? 1.3 : 1.1, "both over attention_factor");
+    check(long_only, lg ? 1.3 : p.attention_factor, "long only");
+    check(long_only_over, lg ? 1.3 : 2.0, "long only, attention_factor");
+  }
+  // M0 = 1 makes ln M0 = 0 in the computed A (refused where a list would use it, in
+  // Scaling.ValidateNamesTheKeyForDirectlyBuiltScalings); with both mscales nothing does.
+  rope::scaling m1 = longrope_example(48, 32, 1);
+  m1.short_mscale = 1.1;
+  m1.long_mscale = 1.3;
+  EXPECT_EQ(rope::compute_frequencies(sp, m1, 1).frequencies.attention_factor, 1.1);
+  EXPECT_EQ(rope::compute_frequencies(sp, m1, 2).frequencies.attention_factor, 1.3);
+}
+
 // Every method's w_j within half an ulp of its formula evaluated in long double (0.51: the
 // rounding of a long double result to double can add 2^-11 ulp). In double, theta_j's own
 // rounding and the division's (or the NTK base's) put w_j up to 1.28 ulps off in this grid
@@ -488,6 +529,63 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   cfg.rope_scaling = {{"finetuned", true}};
   EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
             rope::scaling_type::none);
+}
+
+// Phi-3.5-MoE's config.json: type longrope with short_mscale = long_mscale = 1.243163121016122
+// (HF's PhimoeRotaryEmbedding and vLLM multiply cos and sin by them), where the computed A
+// would be sqrt(1 + ln 32 / ln 4096) = 1.1902...: both lists take the config's value, and the
+// frequencies are those of the config without the two keys.
+TEST(FromConfig, Phi35MoeMscalesAreTheAttentionFactor) {
+  rope::model_config cfg;
+  cfg.rope_theta = 1e4;
+  cfg.hidden_size = 4096;
+  cfg.num_attention_heads = 32;
+  cfg.max_position_embeddings = 131072;
+  cfg.original_max_position_embeddings = 4096;
+  std::vector<double> sh(64), lg(64);
+  for (std::size_t j = 0; j < 64; ++j) {
+    sh[j] = 1.0 + 0.05 * static_cast<double>(j % 8);
+    lg[j] = 1.0 + 0.9 * static_cast<double>(j);
+  }
+  cfg.rope_scaling = {{"type", "longrope"},
+                      {"short_factor", sh},
+                      {"long_factor", lg},
+                      {"original_max_position_embeddings", 4096}};
+  const rope::scaled_spec without = rope::from_config(cfg, rope::layout::half_split);
+  cfg.rope_scaling["short_mscale"] = 1.243163121016122;
+  cfg.rope_scaling["long_mscale"] = 1.243163121016122;
+  const rope::scaled_spec with = rope::from_config(cfg, rope::layout::half_split);
+  ASSERT_TRUE(with.scaling.short_mscale && with.scaling.long_mscale);
+  EXPECT_EQ(*with.scaling.short_mscale, 1.243163121016122);
+  EXPECT_EQ(*with.scaling.long_mscale, 1.243163121016122);
+  EXPECT_EQ(with.spec.rotary_dim, 128);
+  for (std::int64_t L : {std::int64_t{1}, std::int64_t{4096}, std::int64_t{4097},
+                         std::int64_t{131072}}) {
+    const auto fw = rope::compute_frequencies(with.spec, with.scaling, L);
+    const auto fo = rope::compute_frequencies(without.spec, without.scaling, L);
+    EXPECT_EQ(fw.frequencies.attention_factor, 1.243163121016122) << L;
+    EXPECT_LE(std::fabs(fo.frequencies.attention_factor -
+                        std::sqrt(1 + std::log(32.0L) / std::log(4096.0L))),
+              3e-16L)
+        << L;
+    EXPECT_EQ(fw.frequencies.inv_freq, fo.frequencies.inv_freq) << L;
+    EXPECT_EQ(fw.choice.list, L > 4096 ? rope::factor_list::long_factors
+                                       : rope::factor_list::short_factors);
+    // The tables differ (A is in them), and a float table's entries carry the config's A.
+    const auto tw = rope::get_table<float>(with.spec, with.scaling, L, 4100);
+    const auto to = rope::get_table<float>(without.spec, without.scaling, L, 4100);
+    EXPECT_NE(tw, to);
+    EXPECT_EQ(tw->attention_factor(), 1.243163121016122);
+  }
+  // Distinct values: each list its own A.
+  cfg.rope_scaling["long_mscale"] = 1.5;
+  const rope::scaled_spec distinct = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(rope::compute_frequencies(distinct.spec, distinct.scaling, 4096)
+                .frequencies.attention_factor,
+            1.243163121016122);
+  EXPECT_EQ(rope::compute_frequencies(distinct.spec, distinct.scaling, 4097)
+                .frequencies.attention_factor,
+            1.5);
 }
 
 // DeepSeek-V3's config.json (multi-head latent attention) has no head_dim, and hidden_size /
@@ -736,6 +834,18 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
         {"long_factor", ok64},
         {"attention_factor", inf}},
        "attention_factor"},
+      {"longrope short_mscale 0",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"short_mscale", 0}},
+       "short_mscale=0"},
+      {"longrope long_mscale not a number",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"long_mscale", "1.24"}},
+       "long_mscale"},
       {"NaN in an unused key",
        {{"rope_type", "linear"}, {"factor", 2}, {"beta_fast", nan}},
        "beta_fast"},
@@ -848,6 +958,18 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   lr = longrope_example(32);
   lr.short_factor[3] = 5e-324;
   expect(lr, "short_factor[3]=" + rope::detail::format_double(5e-324), "longrope subnormal entry");
+  for (double v : {0.0, -1.0, nan, std::numeric_limits<double>::infinity()}) {
+    lr = longrope_example(32);
+    lr.short_mscale = v;
+    expect(lr, "short_mscale=" + rope::detail::format_double(v), "longrope short_mscale");
+    lr = longrope_example(32);
+    lr.long_mscale = v;
+    expect(lr, "long_mscale=" + rope::detail::format_double(v), "longrope long_mscale");
+  }
+  // M0 = 1: ln M0 = 0 in the computed A, which the list without an mscale would use.
+  lr = longrope_example(32, 32, 1);
+  lr.long_mscale = 1.3;
+  expect(lr, "original_max_position_embeddings", "longrope M0 1 with one mscale");
   rope::scaling bad;
   bad.type = static_cast<rope::scaling_type>(42);
   expect(bad, "rope_type", "enum out of range");
@@ -890,6 +1012,16 @@ TEST(ScalingCache, TablesDifferWhenAnyParameterDiffers) {
   m = y32;
   m.attention_factor = 1 + 0.1 * std::log(4.0);  // explicit but equal to the computed one
   EXPECT_NE(t32, rope::get_table<float>(cache, sp, m, 0, 64));
+  // longrope's per-list A: the long list's, while the short list is in use (same numbers,
+  // different tables), and the short list's equal to the computed A.
+  b = a;
+  b.long_mscale = 1.3;
+  EXPECT_EQ(rope::compute_frequencies(sp, a, 100).frequencies.attention_factor,
+            rope::compute_frequencies(sp, b, 100).frequencies.attention_factor);
+  EXPECT_NE(ta, rope::get_table<float>(cache, sp, b, 100, 64));
+  b = a;
+  b.short_mscale = rope::compute_frequencies(sp, a, 100).frequencies.attention_factor;
+  EXPECT_NE(ta, rope::get_table<float>(cache, sp, b, 100, 64));
   // Dynamic: every length up to M shares the default-base table; beyond, one per length.
   const rope::scaling dyn = rope::scaling::dynamic_ntk(2, 4096);
   const auto d1 = rope::get_table<float>(cache, sp, dyn, 1, 64);
@@ -923,6 +1055,9 @@ std::vector<transition> transitions(const rope::spec& sp) {
   ym.mscale = 1;
   ym.mscale_all_dim = 0.5;
   const rope::scaling lr = longrope_example(pairs);
+  rope::scaling lrm = lr;  // Phi-3.5-MoE style: each list its own A
+  lrm.short_mscale = 1.1;
+  lrm.long_mscale = 1.3;
   return {
       {"default->linear", plain, f(rope::scaling::linear_interpolation(4))},
       {"default->ntk", plain, f(rope::scaling::ntk_static(4))},
@@ -934,6 +1069,7 @@ std::vector<transition> transitions(const rope::spec& sp) {
       {"yarn->yarn mscale", f(rope::scaling::yarn_scaling(8, 4096)), f(ym)},
       {"default->llama3", plain, f(rope::scaling::llama3_scaling(8, 1, 4, 8192))},
       {"longrope short->long", f(lr, 4096), f(lr, 4097)},
+      {"longrope short->long, mscales 1.1 and 1.3", f(lrm, 4096), f(lrm, 4097)},
       {"longrope long->default", f(lr, 5000), plain},
       {"yarn->longrope", f(rope::scaling::yarn_scaling(16, 4096)), f(lr, 4097)},
   };

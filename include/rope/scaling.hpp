@@ -109,6 +109,15 @@ struct scaling {
   /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
   std::vector<double> short_factor;
   std::vector<double> long_factor;
+  /// longrope: the attention factor A with the short / the long list, overriding
+  /// attention_factor and the computed A for that list; unset, that list takes those. Finite
+  /// and > 0. Phi-3.5-MoE's configs carry them (short_mscale = long_mscale = 1.243163121016122,
+  /// where the computed A is sqrt(1 + ln 32 / ln 4096) = 1.1902...), and HF's
+  /// PhimoeRotaryEmbedding and vLLM's Phi-3 LongRoPE embedding multiply cos and sin by them.
+  /// shared/rope-formulas.md (section 9) has no such keys and one A for both lists; with them
+  /// the two lists may differ in A, which rope::rerotate carries (it scales by to.A / from.A).
+  std::optional<double> short_mscale;
+  std::optional<double> long_mscale;
 
   static scaling linear_interpolation(double factor) {
     scaling s;
@@ -255,8 +264,9 @@ inline long double ntk_base_ld(double base, long double g, int rotary_dim) {
 /// factor finite and > 0; the lengths each method reads positive; yarn beta_fast > beta_slow
 /// > 0, mscale/mscale_all_dim/attention_factor finite (a resulting attention factor must be
 /// finite and > 0); llama3 low_freq_factor < high_freq_factor, both finite and > 0; longrope
-/// lists of rotary_dim/2 finite entries > 0, and M0 > 1 where the attention factor divides by
-/// ln M0 (factor > 1, none given); ntk and dynamic need rotary_dim >= 4.
+/// lists of rotary_dim/2 finite entries > 0, attention_factor, short_mscale and long_mscale
+/// finite and > 0 where set, and M0 > 1 where the attention factor divides by ln M0 (factor >
+/// 1, no attention_factor, and a list without its mscale); ntk and dynamic need rotary_dim >= 4.
 inline void validate(const spec& s, const scaling& sc) {
   validate(s);
   const char* name = to_string(sc.type);
@@ -321,9 +331,12 @@ inline void validate(const spec& s, const scaling& sc) {
       detail::check_positive("factor", sc.factor, name);
       detail::check_positive_int("original_max_position_embeddings",
                                  sc.original_max_position_embeddings, name);
+      if (sc.short_mscale) detail::check_positive("short_mscale", *sc.short_mscale, name);
+      if (sc.long_mscale) detail::check_positive("long_mscale", *sc.long_mscale, name);
       if (sc.attention_factor)
         detail::check_positive("attention_factor", *sc.attention_factor, name);
-      else if (sc.factor > 1.0 && sc.original_max_position_embeddings == 1)
+      else if (sc.factor > 1.0 && sc.original_max_position_embeddings == 1 &&
+               !(sc.short_mscale && sc.long_mscale))
         detail::scaling_error("original_max_position_embeddings", "1",
                               "makes ln M0 = 0 in the attention factor sqrt(1 + ln factor / ln "
                               "M0) (longrope, factor > 1 and no attention_factor)");
@@ -498,7 +511,8 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
       for (std::size_t j = 0; j < pairs; ++j)
         w[j] = static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
                                    static_cast<long double>(e[j]));
-      f.attention_factor = detail::longrope_attention_factor(sc);
+      const std::optional<double>& list_a = use_long ? sc.long_mscale : sc.short_mscale;
+      f.attention_factor = list_a ? *list_a : detail::longrope_attention_factor(sc);
       out.choice.list = use_long ? factor_list::long_factors : factor_list::short_factors;
       out.choice.effective_seq_len = seq_len;
       f.identity = {id,
@@ -508,6 +522,10 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                     sc.attention_factor ? 1.0 : 0.0,
                     sc.attention_factor.value_or(0.0),
                     use_long ? 1.0 : 0.0,
+                    sc.short_mscale ? 1.0 : 0.0,
+                    sc.short_mscale.value_or(0.0),
+                    sc.long_mscale ? 1.0 : 0.0,
+                    sc.long_mscale.value_or(0.0),
                     static_cast<double>(pairs)};
       f.identity.insert(f.identity.end(), sc.short_factor.begin(), sc.short_factor.end());
       f.identity.insert(f.identity.end(), sc.long_factor.begin(), sc.long_factor.end());
@@ -611,7 +629,8 @@ struct model_config {
   /// `rope_scaling` (v4) or `rope_parameters` (v5), key -> value; empty for plain RoPE. Keys:
   /// rope_type (alias: type), factor, original_max_position_embeddings, beta_fast, beta_slow,
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
-  /// short_factor, long_factor, mrope_section, mrope_interleaved; v5 also puts rope_theta and
+  /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
+  /// list), mrope_section, mrope_interleaved; v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
   /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies, and "su"
   /// (LongRoPE's first name, in Phi-3 configs) means longrope. Phi-3's other legacy name,
@@ -920,6 +939,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                           "max_position_embeddings, which gives its default, is "
                                           "absent too)");
       sc.attention_factor = keys.number("attention_factor");
+      sc.short_mscale = keys.number("short_mscale");  // Phi-3.5-MoE
+      sc.long_mscale = keys.number("long_mscale");
       break;
     }
   }
