@@ -88,7 +88,10 @@ struct scaling {
   std::int64_t max_position_embeddings = 0;
   /// M0, the pre-training length: yarn, llama3, longrope. Positive.
   std::int64_t original_max_position_embeddings = 0;
-  /// yarn: rotation counts that end extrapolation / start interpolation; beta_fast > beta_slow > 0.
+  /// yarn: rotation counts that end extrapolation / start interpolation; beta_fast >= beta_slow
+  /// > 0. Equal counts (Kimi K2's configs: 1 and 1) make the ramp one pair wide, floor and ceil
+  /// of c(1), as in HF; beta_fast < beta_slow, which HF only warns about, is refused (the ramp
+  /// would run backwards: high frequencies interpolated, low ones kept).
   double beta_fast = 32.0;
   double beta_slow = 1.0;
   /// yarn: floor/ceil the correction range (HF default true; gpt-oss uses false).
@@ -99,11 +102,12 @@ struct scaling {
   double mscale_all_dim = 0.0;
   /// yarn, longrope: explicit attention factor A, overriding the computed one.
   std::optional<double> attention_factor;
-  /// llama3: alpha < beta of the wavelength bands, both > 0. HF only warns when beta <= alpha;
-  /// here it is an error: equal factors divide by zero in the blend, and reversed ones make
-  /// the band tests overlap, where HF's order (low band first) and llama.cpp's converter
-  /// (high band first) give different frequencies. (Llama 4's configs set both to 1: express
-  /// them as rope::frequencies, theta_j / factor where 2 pi / theta_j > M0, else theta_j.)
+  /// llama3: alpha <= beta of the wavelength bands, both > 0. Equal factors (Llama 4's
+  /// configs: 1 and 1) leave no blend band: theta_j / factor where the wavelength 2 pi /
+  /// theta_j exceeds M0 / alpha, else theta_j (HF's blend would divide 0 by 0 for a wavelength
+  /// exactly M0 / alpha; such a pair keeps theta_j here). beta < alpha, which HF only warns
+  /// about, is an error: the band tests then overlap, and HF's order (low band first) and
+  /// llama.cpp's converter (high band first) give different frequencies.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
@@ -261,9 +265,9 @@ inline long double ntk_base_ld(double base, long double g, int rotary_dim) {
 }  // namespace detail
 
 /// Throws std::invalid_argument naming the first bad key of sc (or spec field). Checks:
-/// factor finite and > 0; the lengths each method reads positive; yarn beta_fast > beta_slow
+/// factor finite and > 0; the lengths each method reads positive; yarn beta_fast >= beta_slow
 /// > 0, mscale/mscale_all_dim/attention_factor finite (a resulting attention factor must be
-/// finite and > 0); llama3 low_freq_factor < high_freq_factor, both finite and > 0; longrope
+/// finite and > 0); llama3 low_freq_factor <= high_freq_factor, both finite and > 0; longrope
 /// lists of rotary_dim/2 finite entries > 0, attention_factor, short_mscale and long_mscale
 /// finite and > 0 where set, and M0 > 1 where the attention factor divides by ln M0 (factor >
 /// 1, no attention_factor, and a list without its mscale); ntk and dynamic need rotary_dim >= 4.
@@ -293,10 +297,10 @@ inline void validate(const spec& s, const scaling& sc) {
                                  sc.original_max_position_embeddings, name);
       detail::check_positive("beta_fast", sc.beta_fast, name);
       detail::check_positive("beta_slow", sc.beta_slow, name);
-      if (!(sc.beta_fast > sc.beta_slow))
-        detail::scaling_error(
-            "beta_fast", detail::format_double(sc.beta_fast),
-            "must be greater than beta_slow=" + detail::format_double(sc.beta_slow) + " (yarn)");
+      if (!(sc.beta_fast >= sc.beta_slow))
+        detail::scaling_error("beta_fast", detail::format_double(sc.beta_fast),
+                              "must be at least beta_slow=" + detail::format_double(sc.beta_slow) +
+                                  " (yarn)");
       if (!std::isfinite(sc.mscale))
         detail::scaling_error("mscale", detail::format_double(sc.mscale), "must be finite (yarn)");
       if (!std::isfinite(sc.mscale_all_dim))
@@ -316,12 +320,11 @@ inline void validate(const spec& s, const scaling& sc) {
       detail::check_positive("factor", sc.factor, name);
       detail::check_positive("low_freq_factor", sc.low_freq_factor, name);
       detail::check_positive("high_freq_factor", sc.high_freq_factor, name);
-      if (!(sc.low_freq_factor < sc.high_freq_factor))
+      if (!(sc.low_freq_factor <= sc.high_freq_factor))
         detail::scaling_error("low_freq_factor", detail::format_double(sc.low_freq_factor),
-                              "must be less than high_freq_factor=" +
+                              "must not exceed high_freq_factor=" +
                                   detail::format_double(sc.high_freq_factor) +
-                                  " (llama3: the blend divides by their difference, and "
-                                  "reversed bands overlap)");
+                                  " (llama3: reversed bands overlap)");
       detail::check_positive_int("original_max_position_embeddings",
                                  sc.original_max_position_embeddings, name);
       return;
@@ -490,6 +493,7 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                                      static_cast<long double>(sc.factor));
           continue;
         }
+        if (sc.low_freq_factor == sc.high_freq_factor) continue;  // no band: wavelen == M0/alpha
         // The bands are chosen in double, as HF does; the blend is evaluated in long double
         // from theta_j before its rounding, and rounded once (as yarn's ramp, above: it was
         // 1.7-2.0 ulps from the formula in double, where theta_j's rounding enters twice).
@@ -630,7 +634,8 @@ struct model_config {
   /// rope_type (alias: type), factor, original_max_position_embeddings, beta_fast, beta_slow,
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
   /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
-  /// list), mrope_section, mrope_interleaved; v5 also puts rope_theta and
+  /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), mrope_section,
+  /// mrope_interleaved; v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
   /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies, and "su"
   /// (LongRoPE's first name, in Phi-3 configs) means longrope. Phi-3's other legacy name,
@@ -767,8 +772,8 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// an absent key. The layout is not in the config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
-/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, beta_fast <=
-/// beta_slow, low_freq_factor >= high_freq_factor, a list of the wrong length or with an entry
+/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha <= 0, beta_fast <
+/// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions (head_dim, qk_rope_head_dim,
 /// hidden_size / num_attention_heads) or base.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
@@ -899,6 +904,17 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.factor = keys.required_number("factor");
       break;
     case scaling_type::dynamic_ntk:
+      // Hunyuan (A13B, 7B, MT): "dynamic" with `alpha` is a fixed NTK base change, base *
+      // alpha^(d/(d-2)), whatever the length (HF's HunYuan rotary classes at construction, vLLM's
+      // DynamicNTKAlphaRotaryEmbedding, mlx-lm); its `factor` (1.0) is not read. HF's
+      // dynamic update would recompute past max_position_embeddings without alpha; vLLM's
+      // fixed base is followed here. alpha = 0 is "not set", as HF's truthiness test reads it.
+      if (auto alpha = keys.number("alpha"); alpha && *alpha != 0.0) {
+        detail::check_positive("alpha", *alpha, "dynamic with alpha");
+        sc.type = scaling_type::ntk;
+        sc.factor = *alpha;
+        break;
+      }
       sc.factor = keys.required_number("factor");
       if (cfg.max_position_embeddings <= 0)
         detail::raise(

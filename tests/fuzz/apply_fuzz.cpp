@@ -1714,7 +1714,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                  (sc.short_factor.size() == static_cast<std::size_t>(s.rotary_dim / 2) &&
                   sc.long_factor.size() == static_cast<std::size_t>(s.rotary_dim / 2)),
              static_cast<long long>(sc.type), 2);
-  FUZZ_CHECK(sc.type != rope::scaling_type::llama3 || sc.low_freq_factor < sc.high_freq_factor,
+  FUZZ_CHECK(sc.type != rope::scaling_type::llama3 || sc.low_freq_factor <= sc.high_freq_factor,
              static_cast<long long>(sc.type), 3);
 #else
   (void)seq_len;
