@@ -643,6 +643,16 @@ TEST(FromConfig, Llama4ScoutEqualBandFactors) {
     EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 3e-16L);
     EXPECT_EQ(r.frequencies.attention_factor, 1.0);
   }
+  {  // A pair whose wavelength is exactly M0 / low_freq_factor (pair 0: 2 pi / 1, with M0 = 6
+     // and low_freq_factor 6 / (2 pi) in double): theta_j / factor, vLLM's choice (HF: 0/0).
+    const double pi = 3.141592653589793;
+    const rope::spec sp = spec(8, 1e4);
+    ASSERT_EQ(2 * pi / 1.0, 6.0 / (6.0 / (2 * pi)));
+    const rope::scaling sc = rope::scaling::llama3_scaling(4, 6.0 / (2 * pi), 6.0 / (2 * pi), 6);
+    const auto r = rope::compute_frequencies(sp, sc).frequencies;
+    EXPECT_EQ(r.inv_freq[0], 0.25);
+    for (double w : r.inv_freq) EXPECT_TRUE(std::isfinite(w));
+  }
 }
 
 TEST(FromConfig, HunyuanAlphaIsAFixedNtkBase) {
@@ -845,6 +855,13 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
       {"dynamic alpha not a number",
        {{"rope_type", "dynamic"}, {"factor", 1}, {"alpha", "1000"}},
        "alpha"},
+      {"dynamic alpha so small the base falls below 1",
+       {{"rope_type", "dynamic"}, {"factor", 1}, {"alpha", 0x1p-20}},
+       "alpha=9.5367431640625e-07 gives the base"},
+      {"dynamic alpha at rotary_dim 2",
+       {{"rope_type", "dynamic"}, {"alpha", 1000}},
+       "alpha=1000 needs rotary_dim >= 4",
+       [](rope::model_config& c) { c.head_dim = 2; }},
       {"yarn factor null without max_position_embeddings",
        {{"rope_type", "yarn"}, {"factor", nullptr}, {"original_max_position_embeddings", 4096}},
        "factor=null",

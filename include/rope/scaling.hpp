@@ -89,9 +89,10 @@ struct scaling {
   /// M0, the pre-training length: yarn, llama3, longrope. Positive.
   std::int64_t original_max_position_embeddings = 0;
   /// yarn: rotation counts that end extrapolation / start interpolation; beta_fast >= beta_slow
-  /// > 0. Equal counts (Kimi K2's configs: 1 and 1) make the ramp one pair wide, floor and ceil
-  /// of c(1), as in HF; beta_fast < beta_slow, which HF only warns about, is refused (the ramp
-  /// would run backwards: high frequencies interpolated, low ones kept).
+  /// > 0. Equal counts (Kimi K2's configs: 1 and 1) make the ramp a step, from floor(c(1)) to
+  /// ceil(c(1)) (0.001 wide without truncate), as in HF; beta_fast < beta_slow, which HF only
+  /// warns about, is refused (the ramp would run backwards: high frequencies interpolated, low
+  /// ones kept).
   double beta_fast = 32.0;
   double beta_slow = 1.0;
   /// yarn: floor/ceil the correction range (HF default true; gpt-oss uses false).
@@ -104,10 +105,10 @@ struct scaling {
   std::optional<double> attention_factor;
   /// llama3: alpha <= beta of the wavelength bands, both > 0. Equal factors (Llama 4's
   /// configs: 1 and 1) leave no blend band: theta_j / factor where the wavelength 2 pi /
-  /// theta_j exceeds M0 / alpha, else theta_j (HF's blend would divide 0 by 0 for a wavelength
-  /// exactly M0 / alpha; such a pair keeps theta_j here). beta < alpha, which HF only warns
-  /// about, is an error: the band tests then overlap, and HF's order (low band first) and
-  /// llama.cpp's converter (high band first) give different frequencies.
+  /// theta_j is at least M0 / alpha, else theta_j (at exactly M0 / alpha HF's blend divides 0
+  /// by 0; vLLM takes the blend's weight as 0 there, theta_j / factor, as here). beta < alpha,
+  /// which HF only warns about, is an error: the band tests then overlap, and HF's order (low
+  /// band first) and llama.cpp's converter (high band first) give different frequencies.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
@@ -488,12 +489,12 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
         const double theta = w[j];
         const double wavelen = 2 * pi / theta;
         if (wavelen < high_wavelen) continue;  // high frequencies: unchanged
-        if (wavelen > low_wavelen) {  // low frequencies: interpolated
+        // Low frequencies: interpolated (with equal factors, the wavelength M0 / alpha too).
+        if (wavelen > low_wavelen || sc.low_freq_factor == sc.high_freq_factor) {
           w[j] = static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
                                      static_cast<long double>(sc.factor));
           continue;
         }
-        if (sc.low_freq_factor == sc.high_freq_factor) continue;  // no band: wavelen == M0/alpha
         // The bands are chosen in double, as HF does; the blend is evaluated in long double
         // from theta_j before its rounding, and rounded once (as yarn's ramp, above: it was
         // 1.7-2.0 ulps from the formula in double, where theta_j's rounding enters twice).
@@ -772,7 +773,7 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// an absent key. The layout is not in the config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
-/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha <= 0, beta_fast <
+/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
 /// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions (head_dim, qk_rope_head_dim,
 /// hidden_size / num_attention_heads) or base.
@@ -911,6 +912,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       // fixed base is followed here. alpha = 0 is "not set", as HF's truthiness test reads it.
       if (auto alpha = keys.number("alpha"); alpha && *alpha != 0.0) {
         detail::check_positive("alpha", *alpha, "dynamic with alpha");
+        // The checks validate makes of an ntk factor, named by the config's key.
+        if (out.spec.rotary_dim < 4)
+          detail::scaling_error("alpha", detail::format_double(*alpha),
+                                "needs rotary_dim >= 4 (the exponent d/(d-2) of the base "
+                                "change; rotary_dim is " +
+                                    std::to_string(out.spec.rotary_dim) + ")");
+        const double b = static_cast<double>(
+            detail::ntk_base_ld(out.spec.base, *alpha, out.spec.rotary_dim));
+        if (!(b > 1.0) || !std::isfinite(b))
+          detail::scaling_error("alpha", detail::format_double(*alpha),
+                                "gives the base " + detail::format_double(b) +
+                                    ", which must be finite and > 1 (dynamic with alpha)");
         sc.type = scaling_type::ntk;
         sc.factor = *alpha;
         break;
