@@ -593,29 +593,28 @@ TEST(FromConfig, Phi35MoeMscalesAreTheAttentionFactor) {
 // high_freq_factor = 1), Hunyuan (dynamic with alpha: a fixed NTK base). Each against its
 // formula in long double.
 TEST(FromConfig, KimiK2YarnWithEqualBetas) {
-  {  // Kimi K2 (DeepSeek-V3 architecture): c(1) = 64 ln(4096 / 2 pi) / (2 ln 50000) = 19.2
-    rope::model_config cfg;
-    cfg.rope_theta = 50000;
-    cfg.hidden_size = 7168;
-    cfg.num_attention_heads = 64;
-    cfg.qk_rope_head_dim = 64;
-    cfg.max_position_embeddings = 131072;
-    cfg.rope_scaling = {{"type", "yarn"},           {"factor", 32},
-                        {"beta_fast", 1.0},         {"beta_slow", 1.0},
-                        {"mscale", 1.0},            {"mscale_all_dim", 1.0},
-                        {"original_max_position_embeddings", 4096}};
-    const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
-    const auto r = rope::compute_frequencies(m.spec, m.scaling);
-    const ld c1 = 64 * std::log(4096.0L / (2 * kPi)) / (2 * std::log(50000.0L));
-    ASSERT_GT(c1, 19);
-    ASSERT_LT(c1, 20);
-    const auto theta = oracle::inv_freq(50000, 64);
-    std::vector<ld> want(32);
-    for (std::size_t j = 0; j < 32; ++j) want[j] = j <= 19 ? theta[j] : theta[j] / 32;
-    EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 3e-16L);
-    EXPECT_EQ(r.frequencies.attention_factor, 1.0);  // mscale / mscale_all_dim
-    EXPECT_EQ(r.frequencies.description, "yarn:factor=32,ramp=[19,20]");
-  }
+  // Kimi K2 (DeepSeek-V3 architecture): c(1) = 64 ln(4096 / 2 pi) / (2 ln 50000) = 19.2
+  rope::model_config cfg;
+  cfg.rope_theta = 50000;
+  cfg.hidden_size = 7168;
+  cfg.num_attention_heads = 64;
+  cfg.qk_rope_head_dim = 64;
+  cfg.max_position_embeddings = 131072;
+  cfg.rope_scaling = {{"type", "yarn"},           {"factor", 32},
+                      {"beta_fast", 1.0},         {"beta_slow", 1.0},
+                      {"mscale", 1.0},            {"mscale_all_dim", 1.0},
+                      {"original_max_position_embeddings", 4096}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
+  const auto r = rope::compute_frequencies(m.spec, m.scaling);
+  const ld c1 = 64 * std::log(4096.0L / (2 * kPi)) / (2 * std::log(50000.0L));
+  ASSERT_GT(c1, 19);
+  ASSERT_LT(c1, 20);
+  const auto theta = oracle::inv_freq(50000, 64);
+  std::vector<ld> want(32);
+  for (std::size_t j = 0; j < 32; ++j) want[j] = j <= 19 ? theta[j] : theta[j] / 32;
+  EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 3e-16L);
+  EXPECT_EQ(r.frequencies.attention_factor, 1.0);  // mscale / mscale_all_dim
+  EXPECT_EQ(r.frequencies.description, "yarn:factor=32,ramp=[19,20]");
 }
 
 TEST(FromConfig, Llama4ScoutEqualBandFactors) {
@@ -656,28 +655,27 @@ TEST(FromConfig, Llama4ScoutEqualBandFactors) {
 }
 
 TEST(FromConfig, HunyuanAlphaIsAFixedNtkBase) {
-  {  // Hunyuan-A13B: "dynamic" with alpha 1000 (and factor 1): base 1e4 * 1000^(128/126)
-    rope::model_config cfg;
-    cfg.rope_theta = 10000;
-    cfg.head_dim = 128;
-    cfg.max_position_embeddings = 32768;
-    cfg.rope_scaling = {{"type", "dynamic"}, {"alpha", 1000.0}, {"factor", 1.0}};
-    const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
-    EXPECT_EQ(m.scaling.type, rope::scaling_type::ntk);
-    const ld base = 10000 * std::pow(1000.0L, 128.0L / 126.0L);
-    std::vector<ld> want(64);
-    for (std::size_t j = 0; j < 64; ++j)
-      want[j] = std::pow(base, -2 * static_cast<ld>(j) / 128);
-    for (std::int64_t L : {std::int64_t{1}, std::int64_t{32768}, std::int64_t{1} << 20}) {
-      const auto r = rope::compute_frequencies(m.spec, m.scaling, L);
-      EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 4e-16L) << L;
-      EXPECT_EQ(r.frequencies.attention_factor, 1.0);
-    }
-    // alpha = 0 reads as "not set" (HF's truthiness): plain dynamic NTK with factor 1.
-    cfg.rope_scaling["alpha"] = 0.0;
-    EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
-              rope::scaling_type::dynamic_ntk);
+  // Hunyuan-A13B: "dynamic" with alpha 1000 (and factor 1): base 1e4 * 1000^(128/126)
+  rope::model_config cfg;
+  cfg.rope_theta = 10000;
+  cfg.head_dim = 128;
+  cfg.max_position_embeddings = 32768;
+  cfg.rope_scaling = {{"type", "dynamic"}, {"alpha", 1000.0}, {"factor", 1.0}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::ntk);
+  const ld base = 10000 * std::pow(1000.0L, 128.0L / 126.0L);
+  std::vector<ld> want(64);
+  for (std::size_t j = 0; j < 64; ++j)
+    want[j] = std::pow(base, -2 * static_cast<ld>(j) / 128);
+  for (std::int64_t L : {std::int64_t{1}, std::int64_t{32768}, std::int64_t{1} << 20}) {
+    const auto r = rope::compute_frequencies(m.spec, m.scaling, L);
+    EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 4e-16L) << L;
+    EXPECT_EQ(r.frequencies.attention_factor, 1.0);
   }
+  // alpha = 0 reads as "not set" (HF's truthiness): plain dynamic NTK with factor 1.
+  cfg.rope_scaling["alpha"] = 0.0;
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
+            rope::scaling_type::dynamic_ntk);
 }
 
 // DeepSeek-V3's config.json (multi-head latent attention) has no head_dim, and hidden_size /
