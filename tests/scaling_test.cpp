@@ -368,6 +368,14 @@ TEST(Scaling, EveryMethodWithinHalfAnUlpOfItsFormula) {
         check(rope::compute_frequencies(sp, rope::scaling::linear_interpolation(s))
                   .frequencies.inv_freq,
               want, "linear s=" + std::to_string(s) + at);
+        // proportional: the linear numbers on the first third of the pairs, zeros after.
+        const int k = static_cast<int>(pairs / 3);
+        const auto prop =
+            rope::compute_frequencies(sp, rope::scaling::proportional_rotation(k, s)).frequencies;
+        check({prop.inv_freq.begin(), prop.inv_freq.begin() + k}, {want.begin(), want.begin() + k},
+              "proportional s=" + std::to_string(s) + at);
+        for (std::size_t j = static_cast<std::size_t>(k); j < pairs; ++j)
+          EXPECT_EQ(prop.inv_freq[j], 0.0) << "proportional" << at << " j=" << j;
         // NTK: b' = b s^(d/(d-2)); dynamic at L = 3M with factor s: g = 3s - (s - 1).
         for (auto [g, L] : {std::pair<ld, std::int64_t>{static_cast<ld>(s), 0},
                             {3 * static_cast<ld>(s) - (static_cast<ld>(s) - 1), 3 * 4096}}) {
@@ -397,9 +405,10 @@ TEST(Scaling, EveryMethodWithinHalfAnUlpOfItsFormula) {
           EXPECT_LE(u, bound) << "llama3 low band j=" << j << at;
         }
     }
-  std::printf("linear, ntk, dynamic, longrope, llama3 (low band): w_j at most %.3Lf ulps from "
-              "the formula\n",
-              worst);
+  std::printf(
+      "linear, ntk, dynamic, longrope, llama3 (low band), proportional: w_j at most %.3Lf "
+      "ulps from the formula\n",
+      worst);
 }
 
 TEST(Scaling, NoneIsExactlyTheDefault) {
@@ -676,6 +685,132 @@ TEST(FromConfig, HunyuanAlphaIsAFixedNtkBase) {
   cfg.rope_scaling["alpha"] = 0.0;
   EXPECT_EQ(rope::from_config(cfg, rope::layout::half_split).scaling.type,
             rope::scaling_type::dynamic_ntk);
+}
+
+// Gemma 4's global (full-attention) layers: rope_type "proportional" over global_head_dim 512
+// with partial_rotary_factor 0.25 and theta 1e6 (HF's rope_parameters entry "full_attention").
+// HF builds 256 frequencies, 1e6^(-2j/512) for j < int(0.25 * 512 // 2) = 64 and 0 for the
+// other 192, and rotates with rotate_half over the whole head: pairs (j, j + 256) for j < 64
+// rotate, dims 64-255 and 320-511 pass through.
+TEST(Proportional, Gemma4GlobalLayerRotatesTheFirst64Of256HalfSplitPairs) {
+  rope::model_config cfg;
+  cfg.head_dim = 512;  // the engine passes global_head_dim for the full-attention entry
+  cfg.max_position_embeddings = 131072;
+  cfg.rope_scaling = {
+      {"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.spec.head_dim, 512);
+  EXPECT_EQ(m.spec.rotary_dim, 512);
+  EXPECT_EQ(m.spec.base, 1e6);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::proportional);
+  EXPECT_EQ(m.scaling.rotated_pairs, 64);
+  EXPECT_EQ(m.scaling.factor, 1.0);
+  const rope::frequencies f = rope::compute_frequencies(m.spec, m.scaling).frequencies;
+  ASSERT_EQ(f.inv_freq.size(), 256u);
+  EXPECT_EQ(f.attention_factor, 1.0);
+  EXPECT_EQ(f.description, "proportional:pairs=64,factor=1");
+  const auto theta = oracle::inv_freq(1e6, 512);  // exponent over the whole head, not over 128
+  std::vector<ld> w(256, 0.0L);
+  for (std::size_t j = 0; j < 64; ++j) {
+    w[j] = theta[j];
+    EXPECT_LE(ulps_off(f.inv_freq[j], theta[j]), kWideLongDouble ? 0.51L : 64.0L) << j;
+  }
+  for (std::size_t j = 64; j < 256; ++j) EXPECT_EQ(f.inv_freq[j], 0.0) << j;
+  // Not partial RoPE: rotary_dim 128 would pair j with j + 64 and use 1e6^(-2j/128).
+  EXPECT_NE(f.inv_freq[1],
+            rope::default_frequencies(rope::make_spec(512, 128, 1e6, rope::layout::half_split))
+                .inv_freq[1]);
+
+  // Rotated against the long double 2x2 oracle; the pass-through dims unchanged bit for bit,
+  // fixed and dynamic Dim, in place and out of place.
+  auto tab = rope::table<float>::build(f, rope::layout::half_split, std::int64_t{1} << 20,
+                                       rope::table_mode::compact);
+  std::mt19937_64 gen(41);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> x(512), y(512), z(512);
+  ld worst = 0;
+  for (std::int64_t p : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{8191},
+                         std::int64_t{131071}, (std::int64_t{1} << 20) - 1}) {
+    for (auto& v : x) v = dist(gen);
+    std::copy(x.begin(), x.end(), y.begin());
+    ASSERT_EQ((rope::apply<float, 512>(*tab, p, y.data())), rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(*tab, p, x.data(), z.data(), 512), rope::status::ok);
+    EXPECT_EQ(y, z) << p;
+    const auto want =
+        oracle::rotate(x.data(), 512, 512, w, rope::layout::half_split, static_cast<ld>(p));
+    for (std::size_t j = 0; j < 64; ++j) {
+      const ld r = std::hypot(static_cast<ld>(x[j]), static_cast<ld>(x[j + 256]));
+      worst = std::max({worst, std::fabs(y[j] - want[j]) / (kU * r),
+                        std::fabs(y[j + 256] - want[j + 256]) / (kU * r)});
+    }
+    for (std::size_t k = 0; k < 512; ++k) {
+      if ((k % 256) >= 64) {
+        EXPECT_EQ(std::memcmp(&y[k], &x[k], sizeof(float)), 0) << k;
+      }
+    }
+    if (p == 7) {
+      EXPECT_NE(y[0], x[0]);  // pair 0 does rotate
+    }
+  }
+  EXPECT_LE(worst, 3.0L);
+  std::printf(
+      "proportional (Gemma 4 global, D = 512): rotated pairs within %.3Lf * 2^-24 * r of "
+      "the oracle, 384 dims unchanged\n",
+      worst);
+
+  // Gemma 4's sliding-window entry is plain RoPE over head_dim 256.
+  cfg.head_dim = 256;
+  cfg.rope_scaling = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  const rope::scaled_spec sliding = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(sliding.spec.rotary_dim, 256);
+  EXPECT_EQ(sliding.scaling.type, rope::scaling_type::none);
+
+  // A factor divides the rotated frequencies (HF: inv_freq /= factor); HF's
+  // int(rho * head_dim // 2) floors: 0.3 * 100 = 30.000000000000004, 15 pairs of 50.
+  cfg.head_dim = 100;
+  cfg.rope_scaling = {{"rope_type", "proportional"},
+                      {"partial_rotary_factor", 0.3},
+                      {"rope_theta", 1000000.0},
+                      {"factor", 8}};
+  const rope::scaled_spec m2 = rope::from_config(cfg, rope::layout::interleaved);
+  EXPECT_EQ(m2.spec.rotary_dim, 100);
+  EXPECT_EQ(m2.scaling.rotated_pairs, 15);
+  const rope::frequencies f2 = rope::compute_frequencies(m2.spec, m2.scaling).frequencies;
+  const auto theta2 = oracle::inv_freq(1e6, 100);
+  for (std::size_t j = 0; j < 50; ++j) {
+    if (j < 15) {
+      EXPECT_LE(ulps_off(f2.inv_freq[j], theta2[j] / 8), kWideLongDouble ? 0.51L : 64.0L) << j;
+    } else {
+      EXPECT_EQ(f2.inv_freq[j], 0.0) << j;
+    }
+  }
+}
+
+TEST(Proportional, PassThroughPairsKeepTheirBitsIn16BitStorage) {
+  // cos 0 = 1 and sin 0 = 0 exactly, so x * 1 - y * 0 is x: fp16 and bf16 keys of the
+  // pass-through pairs come out with their own bits (finite, nonzero values; as in HF, a NaN
+  // partner makes the sum NaN, and -0 + 0 is +0).
+  const rope::spec sp = rope::make_spec(64, 64, 1e6, rope::layout::half_split);
+  const rope::frequencies f =
+      rope::compute_frequencies(sp, rope::scaling::proportional_rotation(8)).frequencies;
+  auto tab = rope::table<float>::build(f, sp.layout, 4096);
+  auto run = [&](auto tag, const char* name) {
+    using T = decltype(tag);
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> dist(-4, 4);
+    std::vector<T> x(64);
+    for (auto& v : x) v = rope::storage_traits<T>::store(dist(gen));
+    std::vector<T> y = x;
+    ASSERT_EQ((rope::apply<T, 64>(*tab, 4000, y.data())), rope::status::ok);
+    for (std::size_t k = 0; k < 64; ++k) {
+      if ((k % 32) >= 8) {
+        EXPECT_EQ(std::memcmp(&y[k], &x[k], sizeof(T)), 0) << name << " dim " << k;
+      }
+    }
+    EXPECT_NE(std::memcmp(&y[0], &x[0], sizeof(T)), 0) << name;
+  };
+  run(rope::float16{}, "fp16");
+  run(rope::bfloat16{}, "bf16");
 }
 
 // DeepSeek-V3's config.json (multi-head latent attention) has no head_dim, and hidden_size /
@@ -996,6 +1131,18 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
          c.head_dim = 64;
          c.partial_rotary_factor = 1.0 / 32;
        }},
+      // proportional: int(rho * head_dim // 2) = int(0.01 * 128 / 2) = 0 pairs would rotate.
+      {"proportional rotating no pair",
+       {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.01}},
+       "partial_rotary_factor=0.01"},
+      {"proportional factor 0", {{"rope_type", "proportional"}, {"factor", 0}}, "factor=0"},
+      {"proportional factor not a number",
+       {{"rope_type", "proportional"}, {"factor", "8"}},
+       "factor"},
+      {"proportional over an odd head_dim",  // rho 0.5 would give an even rotary_dim 16
+       {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.5}},
+       "head_dim=33",
+       [](rope::model_config& c) { c.head_dim = 33; }},
   };
   for (const auto& bc : cases) {
     rope::model_config cfg = llama_like();
@@ -1062,6 +1209,12 @@ TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {
   lr = longrope_example(32, 32, 1);
   lr.long_mscale = 1.3;
   expect(lr, "original_max_position_embeddings", "longrope M0 1 with one mscale");
+  expect(rope::scaling::proportional_rotation(0), "rotated_pairs=0", "proportional 0 pairs");
+  expect(rope::scaling::proportional_rotation(33), "rotated_pairs=33", "proportional 33 of 32");
+  expect(rope::scaling::proportional_rotation(-1), "rotated_pairs=-1", "proportional -1 pairs");
+  expect(rope::scaling::proportional_rotation(8, 0), "factor=0", "proportional factor 0");
+  expect(rope::scaling::proportional_rotation(8, nan), "factor=nan", "proportional NaN factor");
+  expect(rope::scaling::proportional_rotation(8, 1e-310), "factor=", "proportional subnormal");
   rope::scaling bad;
   bad.type = static_cast<rope::scaling_type>(42);
   expect(bad, "rope_type", "enum out of range");
@@ -1125,6 +1278,20 @@ TEST(ScalingCache, TablesDifferWhenAnyParameterDiffers) {
       rope::compute_frequencies(sp, rope::scaling::linear_interpolation(1)).frequencies;
   EXPECT_EQ(lin1.inv_freq, rope::default_frequencies(sp).inv_freq);
   EXPECT_NE(cache.get<float>(lin1, sp.layout, 64), cache.get<float>(sp, 64));
+  // proportional: another rotated-pair count, another table; all 64 pairs at factor 1 are the
+  // default numbers, in a table of its own.
+  const auto p16 =
+      rope::get_table<float>(cache, sp, rope::scaling::proportional_rotation(16), 0, 64);
+  EXPECT_NE(p16,
+            rope::get_table<float>(cache, sp, rope::scaling::proportional_rotation(17), 0, 64));
+  EXPECT_NE(p16,
+            rope::get_table<float>(cache, sp, rope::scaling::proportional_rotation(16, 2), 0, 64));
+  EXPECT_EQ(p16,
+            rope::get_table<float>(cache, sp, rope::scaling::proportional_rotation(16), 0, 64));
+  const rope::scaling all64 = rope::scaling::proportional_rotation(64);
+  EXPECT_EQ(rope::compute_frequencies(sp, all64).frequencies.inv_freq,
+            rope::default_frequencies(sp).inv_freq);
+  EXPECT_NE(rope::get_table<float>(cache, sp, all64, 0, 64), cache.get<float>(sp, 64));
   // scaling_type::none shares the plain table.
   EXPECT_EQ(rope::get_table<float>(cache, sp, rope::scaling{}, 0, 64), cache.get<float>(sp, 64));
 }
@@ -1164,6 +1331,11 @@ std::vector<transition> transitions(const rope::spec& sp) {
       {"longrope short->long, mscales 1.1 and 1.3", f(lrm, 4096), f(lrm, 4097)},
       {"longrope long->default", f(lr, 5000), plain},
       {"yarn->longrope", f(rope::scaling::yarn_scaling(16, 4096)), f(lr, 4097)},
+      {"default->proportional (a quarter of the pairs)", plain,
+       f(rope::scaling::proportional_rotation(static_cast<int>(pairs / 4)))},
+      {"proportional->linear",
+       f(rope::scaling::proportional_rotation(static_cast<int>(pairs / 2), 2)),
+       f(rope::scaling::linear_interpolation(4))},
   };
 }
 

@@ -1,6 +1,6 @@
 // rope/scaling.hpp: context extension ("RoPE scaling"): linear position interpolation, static
-// and dynamic NTK, YaRN, Llama 3.1 and LongRoPE, from a model's HF config; cached tables per
-// complete set of parameters; re-rotation of cached keys.
+// and dynamic NTK, YaRN, Llama 3.1 and LongRoPE, and Gemma 4's proportional RoPE, from a
+// model's HF config; cached tables per complete set of parameters; re-rotation of cached keys.
 //
 //   rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);     // cold path
 //   auto tab = rope::get_table<float>(m.spec, m.scaling, seq_len, positions);  // cached
@@ -8,10 +8,14 @@
 //
 // The formulas are those of shared/rope-formulas.md (HF transformers' current semantics,
 // including its quirks), evaluated in double, with the angle p * w_j then formed exactly by the
-// table (rope/table.hpp). Every method yields inverse frequencies w_j and an attention factor
-// A. A multiplies cos and sin of the rotated dims only (HF convention): the rotated block of q
-// and of k is each scaled by A, so attention logits from it are scaled by A^2; pass-through dims
-// [rotary_dim, head_dim) are not scaled.
+// table (rope/table.hpp). One departure: shared/rope-formulas.md (section 10) lists HF's
+// `proportional` type as out of scope; it is here because Gemma 4's global-attention layers
+// use it, and an engine running Gemma 4 would otherwise have no way to express it (its pairs
+// span the whole head, which no rotary_dim < head_dim gives; see scaling_type::proportional).
+// Every method yields inverse frequencies w_j and an attention factor A. A multiplies cos and
+// sin of the rotated dims only (HF convention): the rotated block of q and of k is each scaled
+// by A, so attention logits from it are scaled by A^2; pass-through dims [rotary_dim, head_dim)
+// are not scaled.
 //
 // Sequence-length dependence is explicit. `dynamic` and `longrope` frequencies depend on the
 // current sequence length L (HF: max(position_ids) + 1); the caller passes it, and the returned
@@ -55,6 +59,9 @@ enum class scaling_type : unsigned char {
   yarn = 4,         ///< YaRN: NTK-by-parts ramp + attention temperature
   llama3 = 5,       ///< Llama 3.1 wavelength bands
   longrope = 6,     ///< LongRoPE / Phi-3: per-pair short or long factor lists
+  /// HF "proportional" (Gemma 4's global layers): w_j = base^(-2j/d) / factor for the first
+  /// rotated_pairs pairs, 0 for the rest (those pass through unchanged), A = 1.
+  proportional = 7,
 };
 
 inline const char* to_string(scaling_type t) noexcept {
@@ -73,6 +80,8 @@ inline const char* to_string(scaling_type t) noexcept {
       return "llama3";
     case scaling_type::longrope:
       return "longrope";
+    case scaling_type::proportional:
+      return "proportional";
   }
   return "unknown";
 }
@@ -123,6 +132,14 @@ struct scaling {
   /// the two lists may differ in A, which rope::rerotate carries (it scales by to.A / from.A).
   std::optional<double> short_mscale;
   std::optional<double> long_mscale;
+  /// proportional: how many pairs rotate, the first ones, 1 <= rotated_pairs <= rotary_dim/2;
+  /// pairs j >= rotated_pairs get w_j = 0 and pass through. HF derives it from the entry's
+  /// partial_rotary_factor rho as int(rho * head_dim // 2), and rotates pairs across the whole
+  /// head: rotary_dim = head_dim (Gemma 4: global_head_dim 512, rho 0.25, so 64 of the 256
+  /// half-split pairs (j, j + 256) rotate, with w_j = 1e6^(-2j/512)). Where partial RoPE
+  /// (rotary_dim < head_dim) pairs j with j + rotary_dim/2 and takes the exponent over
+  /// rotary_dim, proportional keeps both over the head; from_config sets both.
+  int rotated_pairs = 0;
 
   static scaling linear_interpolation(double factor) {
     scaling s;
@@ -168,6 +185,13 @@ struct scaling {
     s.long_factor = std::move(long_factor);
     s.factor = factor;
     s.original_max_position_embeddings = original_max_position_embeddings;
+    return s;
+  }
+  static scaling proportional_rotation(int rotated_pairs, double factor = 1.0) {
+    scaling s;
+    s.type = scaling_type::proportional;
+    s.rotated_pairs = rotated_pairs;
+    s.factor = factor;
     return s;
   }
 };
@@ -271,7 +295,8 @@ inline long double ntk_base_ld(double base, long double g, int rotary_dim) {
 /// finite and > 0); llama3 low_freq_factor <= high_freq_factor, both finite and > 0; longrope
 /// lists of rotary_dim/2 finite entries > 0, attention_factor, short_mscale and long_mscale
 /// finite and > 0 where set, and M0 > 1 where the attention factor divides by ln M0 (factor >
-/// 1, no attention_factor, and a list without its mscale); ntk and dynamic need rotary_dim >= 4.
+/// 1, no attention_factor, and a list without its mscale); ntk and dynamic need rotary_dim >= 4;
+/// proportional rotated_pairs in [1, rotary_dim/2].
 inline void validate(const spec& s, const scaling& sc) {
   validate(s);
   const char* name = to_string(sc.type);
@@ -344,6 +369,13 @@ inline void validate(const spec& s, const scaling& sc) {
         detail::scaling_error("original_max_position_embeddings", "1",
                               "makes ln M0 = 0 in the attention factor sqrt(1 + ln factor / ln "
                               "M0) (longrope, factor > 1 and no attention_factor)");
+      return;
+    case scaling_type::proportional:
+      detail::check_positive("factor", sc.factor, name);
+      if (sc.rotated_pairs < 1 || static_cast<std::size_t>(sc.rotated_pairs) > pairs)
+        detail::scaling_error(
+            "rotated_pairs", std::to_string(sc.rotated_pairs),
+            "must be in [1, rotary_dim/2 = " + std::to_string(pairs) + "] (proportional)");
       return;
   }
   detail::scaling_error("rope_type", std::to_string(static_cast<int>(sc.type)),
@@ -537,6 +569,19 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
       f.description = use_long ? "longrope:long" : "longrope:short";
       break;
     }
+    case scaling_type::proportional: {
+      // As linear for the rotated pairs (theta_j divided in long double, rounded once); exact
+      // zeros beyond, whose cos and sin are exactly 1 and 0, so those pairs come out unchanged.
+      const auto k = static_cast<std::size_t>(sc.rotated_pairs);
+      for (std::size_t j = 0; j < pairs; ++j)
+        w[j] = j < k ? static_cast<double>(detail::default_inv_freq_ld(s.base, j, d) /
+                                           static_cast<long double>(sc.factor))
+                     : 0.0;
+      f.identity = {id, s.base, sc.factor, static_cast<double>(k)};
+      f.description =
+          "proportional:pairs=" + std::to_string(k) + ",factor=" + detail::format_double(sc.factor);
+      break;
+    }
   }
   // A factor (or LongRoPE list entry) so small that a frequency divided by it passes double's
   // range (a subnormal is > 0, so validate accepts it): named by that key, not by inv_freq.
@@ -619,11 +664,15 @@ class config_value {
 /// The RoPE-related fields of an HF `config.json` (the engine parses its own JSON).
 struct model_config {
   double rope_theta = 10000.0;
-  /// head_dim, or 0 to use hidden_size / num_attention_heads.
+  /// head_dim, or 0 to use hidden_size / num_attention_heads. Gemma 4's full-attention layers
+  /// use global_head_dim (512) instead: set it here for their entry (HF passes head_dim_key
+  /// "global_head_dim" for those layers only).
   int head_dim = 0;
   int hidden_size = 0;
   int num_attention_heads = 0;
-  /// rho in (0, 1]; rotary_dim = int(head_dim * rho) must be even.
+  /// rho in (0, 1]; rotary_dim = int(head_dim * rho) must be even. rope_type proportional
+  /// reads it as the share of the head's pairs that rotate: rotary_dim = head_dim, and
+  /// int(rho * head_dim // 2) >= 1 pairs rotate.
   double partial_rotary_factor = 1.0;
   /// Top-level max_position_embeddings (0 = absent): M of dynamic NTK; default M0 of yarn and
   /// longrope; the default longrope factor is max_position_embeddings / M0.
@@ -757,9 +806,10 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "llama3") return scaling_type::llama3;
   // "su": LongRoPE's first name, still in Phi-3 configs; HF's Phi3Config renames it longrope.
   if (t == "longrope" || t == "su") return scaling_type::longrope;
+  if (t == "proportional") return scaling_type::proportional;  // Gemma 4
   scaling_error(key, "\"" + t + "\"",
-                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope; aliases: "
-                "type for rope_type, mrope for default, su for longrope)");
+                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope, "
+                "proportional; aliases: type for rope_type, mrope for default, su for longrope)");
 }
 
 }  // namespace detail
@@ -775,8 +825,9 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
 /// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
 /// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
-/// <= 0, rotary_dim < 4 for ntk/dynamic, and bad head dimensions (head_dim, qk_rope_head_dim,
-/// hidden_size / num_attention_heads) or base.
+/// <= 0, rotary_dim < 4 for ntk/dynamic, a proportional partial_rotary_factor that rotates no
+/// pair, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
+/// num_attention_heads; odd for proportional) or base. proportional's factor defaults to 1.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
@@ -825,12 +876,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const double rho = keys.number("partial_rotary_factor").value_or(cfg.partial_rotary_factor);
   if (!(rho > 0.0) || !(rho <= 1.0))
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
-  const double rd = std::floor(static_cast<double>(head_dim) * rho);  // HF: int(head_dim * rho)
+  // proportional (Gemma 4) rotates pairs across the whole head and reads rho as the share of
+  // them that rotate: rotary_dim = head_dim, rotated_pairs = int(rho * head_dim // 2) (HF).
+  const bool proportional = sc.type == scaling_type::proportional;
+  const double rd = proportional ? static_cast<double>(head_dim)
+                                 : std::floor(static_cast<double>(head_dim) * rho);  // HF: int()
   const int rotary_dim = static_cast<int>(rd);
-  if ((rotary_dim < 2 || rotary_dim % 2 != 0) && rho == 1.0)  // the head dim itself is odd
+  if ((rotary_dim < 2 || rotary_dim % 2 != 0) && (rho == 1.0 || proportional))  // odd head dim
     detail::scaling_error(head_key, std::to_string(head_dim),
                           "gives rotary_dim=" + std::to_string(rotary_dim) +
-                              " (partial_rotary_factor=1), which must be even and >= 2");
+                              (proportional ? " (proportional rotates pairs across the head)"
+                                            : " (partial_rotary_factor=1)") +
+                              ", which must be even and >= 2");
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
                           "gives rotary_dim=int(" + std::to_string(head_dim) + " * rho)=" +
@@ -970,6 +1027,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.attention_factor = keys.number("attention_factor");
       sc.short_mscale = keys.number("short_mscale");  // Phi-3.5-MoE
       sc.long_mscale = keys.number("long_mscale");
+      break;
+    }
+    case scaling_type::proportional: {
+      // HF: int(rope_proportion * head_dim // 2), the product rounded, then floored by 2.
+      const double k = std::floor(static_cast<double>(head_dim) * rho / 2.0);
+      if (k < 1)
+        detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
+                              "gives int(rho * head_dim // 2) = 0 rotated pairs (proportional, "
+                              "head_dim " +
+                                  std::to_string(head_dim) + "): at least one must rotate");
+      sc.rotated_pairs = static_cast<int>(k);
+      sc.factor = keys.number("factor").value_or(1.0);  // HF: .get("factor", 1.0)
       break;
     }
   }

@@ -1630,9 +1630,9 @@ std::vector<double> decode_factor_list(reader& in, int pairs) {
 
 rope::scaling decode_scaling(reader& in, int pairs) {
   rope::scaling sc;
-  const std::uint8_t type = in.u8() % 12;  // 0-5: none
+  const std::uint8_t type = in.u8() % 13;  // 0-5: none
   if (type < 6) return sc;
-  sc.type = static_cast<rope::scaling_type>(type - 5);  // linear .. longrope
+  sc.type = static_cast<rope::scaling_type>(type - 5);  // linear .. proportional
   sc.factor = decode_scaling_number(in);
   sc.max_position_embeddings = decode_length(in);
   sc.original_max_position_embeddings = decode_length(in);
@@ -1652,6 +1652,8 @@ rope::scaling decode_scaling(reader& in, int pairs) {
     sc.short_factor = decode_factor_list(in, pairs);
     sc.long_factor = decode_factor_list(in, pairs);
   }
+  if (sc.type == rope::scaling_type::proportional)  // -1 .. pairs + 1
+    sc.rotated_pairs = static_cast<int>(in.u8() % static_cast<unsigned>(pairs + 3)) - 1;
   return sc;
 }
 
@@ -1716,6 +1718,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              static_cast<long long>(sc.type), 2);
   FUZZ_CHECK(sc.type != rope::scaling_type::llama3 || sc.low_freq_factor <= sc.high_freq_factor,
              static_cast<long long>(sc.type), 3);
+  FUZZ_CHECK(sc.type != rope::scaling_type::proportional ||
+                 (sc.rotated_pairs >= 1 && sc.rotated_pairs <= s.rotary_dim / 2),
+             static_cast<long long>(sc.type), 4);
 #else
   (void)seq_len;
   if (sc.type != rope::scaling_type::none) return 0;  // errors would reach the handler

@@ -19,6 +19,8 @@ NO_SCALING = bytes([0, 0])  # scaling type byte (< 6: none), sequence-length byt
 YARN_F4 = bytes([9, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 4])
 # LongRoPE whose short_factor list has rotary_dim/2 + 1 entries: refused, naming the key
 LONGROPE_BAD_LIST = bytes([11, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 0])
+# proportional (Gemma 4), factor 1, rotated_pairs byte 17 -> 17 % (64 + 3) - 1 = 16 of 64 pairs
+PROPORTIONAL_16 = bytes([12, 5, 0, 5, 3, 1, 0, 1, 1, 1, 1, 17, 4])
 
 
 def spec(t, layout, head_dim, rot, base, rot_extra=b"", scaling=NO_SCALING):
@@ -169,6 +171,9 @@ seeds = {
     "float_half_hd128_yarn_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4, scaling=YARN_F4)
     + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
     "invalid_longrope_list_length": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4, scaling=LONGROPE_BAD_LIST),
+    "float_half_hd128_proportional_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6,
+                                                       scaling=PROPORTIONAL_16)
+    + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
     "float_slots_decode_int32": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(entry=SLOTS, tokens=4, qh=1, kh=2,
           positions=[in_range(10), in_range(200), in_range(7), in_range(4000)],
