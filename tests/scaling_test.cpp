@@ -765,20 +765,22 @@ TEST(Proportional, Gemma4GlobalLayerRotatesTheFirst64Of256HalfSplitPairs) {
   EXPECT_EQ(sliding.spec.rotary_dim, 256);
   EXPECT_EQ(sliding.scaling.type, rope::scaling_type::none);
 
-  // A factor divides the rotated frequencies (HF: inv_freq /= factor); HF's
-  // int(rho * head_dim // 2) floors: 0.3 * 100 = 30.000000000000004, 15 pairs of 50.
+  // A factor divides the rotated frequencies (HF: inv_freq /= factor). HF's
+  // int(rho * head_dim // 2) floors the product rounded to double: 0.58 * 100 is
+  // 57.99999999999999 there, so 28 of 50 pairs rotate (the exact product, 58, would give 29,
+  // and so would rounding 28.999999999999996).
   cfg.head_dim = 100;
   cfg.rope_scaling = {{"rope_type", "proportional"},
-                      {"partial_rotary_factor", 0.3},
+                      {"partial_rotary_factor", 0.58},
                       {"rope_theta", 1000000.0},
                       {"factor", 8}};
   const rope::scaled_spec m2 = rope::from_config(cfg, rope::layout::interleaved);
   EXPECT_EQ(m2.spec.rotary_dim, 100);
-  EXPECT_EQ(m2.scaling.rotated_pairs, 15);
+  EXPECT_EQ(m2.scaling.rotated_pairs, 28);
   const rope::frequencies f2 = rope::compute_frequencies(m2.spec, m2.scaling).frequencies;
   const auto theta2 = oracle::inv_freq(1e6, 100);
   for (std::size_t j = 0; j < 50; ++j) {
-    if (j < 15) {
+    if (j < 28) {
       EXPECT_LE(ulps_off(f2.inv_freq[j], theta2[j] / 8), kWideLongDouble ? 0.51L : 64.0L) << j;
     } else {
       EXPECT_EQ(f2.inv_freq[j], 0.0) << j;
