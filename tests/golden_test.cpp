@@ -125,8 +125,10 @@ std::vector<double> numbers(const std::string& text) {
 
 // The partial_rotary_factor handed to from_config. The file's `rotary_dim` is the one to use
 // (its partial_rotary_factor is for information): the file's factor when int(D * rho) gives it,
-// else the smallest double at or above d / D that does.
+// else the smallest double at or above d / D that does; proportional's factor as it is.
 double rho_for(const golden_case& c) {
+  // proportional reads rho as the share of the head's pairs that rotate, not as d / D.
+  if (c.at("rope_type") == "proportional") return c.number("partial_rotary_factor");
   const int D = c.integer("head_dim"), d = c.integer("rotary_dim");
   const auto gives_d = [&](double r) {
     return static_cast<int>(std::floor(static_cast<double>(D) * r)) == d;
@@ -179,6 +181,9 @@ rope::frequencies frequencies_for(const golden_case& c, rope::layout l) {
     EXPECT_NEAR(sf.choice.effective_base, c.number("derived_effective_base"),
                 1e-13 * c.number("derived_effective_base"))
         << c.name;
+  }
+  if (type == "proportional" && c.header.count("derived_rotated_pairs")) {
+    EXPECT_EQ(m.scaling.rotated_pairs, c.integer("derived_rotated_pairs")) << c.name;
   }
   return sf.frequencies;
 }

@@ -4,7 +4,10 @@ shipped set does not reach: head dims 2, 6 and 512, partial rotary 0.25-0.75, li
 ntk at d = 4, dynamic at L < M, L = M, M + 1 and past 2^20, YaRN without truncation, with
 fractional betas, mscale alone, mscale 0, DeepSeek-style equal mscales, an explicit attention
 factor, factor 1, the ramp clamped at 0 and at d - 1 and lo == hi, Llama 3 with other bands,
-LongRoPE at L = M0 and M0 + 1, factor 1 and an explicit attention factor; positions 0 to 2^20.
+LongRoPE at L = M0 and M0 + 1, factor 1 and an explicit attention factor; proportional (Gemma 4's
+global layers: pairs across the whole head, the first int(rho * D // 2) rotating, the rest with
+frequency 0), with a factor and with HF's floor of a product just under an integer; positions 0
+to 2^20.
 
 Values are float64 (math) straight from shared/rope-formulas.md, independent of the library,
 and each is checked against a 60-digit mpmath evaluation before it is written.
@@ -35,7 +38,7 @@ def freqs(cfg, M):
     ex = {}
     if t == 'default':
         return th, f(1), ex
-    s = f(cfg['factor'])
+    s = f(cfg.get('factor', 1))
     if t == 'linear':
         return [x / s for x in th], f(1), ex
     if t in ('ntk', 'dynamic'):
@@ -96,6 +99,13 @@ def freqs(cfg, M):
         else:
             A = (1 + ln(s) / ln(f(M0))) ** f('0.5') if M is not math else math.sqrt(1 + ln(s) / ln(M0))
         return om, A, ex
+    if t == 'proportional':
+        # HF's _compute_proportional_rope_parameters: exponent over the whole head (d = D here),
+        # int(rho * D // 2) rotated pairs (Python's float floor of the rounded product), zeros
+        # after, all divided by factor (default 1); A = 1.
+        k = int(cfg['rho'] * d // 2)
+        ex['derived_rotated_pairs'] = k
+        return [th[j] / s if j < k else f(0) for j in range(P)], f(1), ex
     raise ValueError(t)
 
 
@@ -125,15 +135,16 @@ worst = {}
 
 
 def case(name, layout, D, rho, base, rope_type, positions=POS, seed=1, **params):
-    d = int(D * rho)
+    d = D if rope_type == 'proportional' else int(D * rho)
     assert d % 2 == 0
-    cfg = dict(rope_type=rope_type, rotary_dim=d, base=base, **params)
+    cfg = dict(rope_type=rope_type, rotary_dim=d, base=base, rho=rho, **params)
     rnd = random.Random(seed)
     x = [rnd.uniform(-1, 1) for _ in range(D)]
     om, A, ex = freqs(cfg, math)
     omm, Am, exm = freqs(cfg, mp)
     # audit float64 vs 60 digits
-    rel = max((abs(mp.mpf(a) - b) / b for a, b in zip(om, omm)), default=0)
+    assert all((a == 0) == (b == 0) for a, b in zip(om, omm)), name  # proportional's zeros
+    rel = max((abs(mp.mpf(a) - b) / b for a, b in zip(om, omm) if b != 0), default=0)
     assert rel < 1e-13, (name, rel)
     assert abs(mp.mpf(A) - Am) < 1e-15, (name, A, Am)
     outs = []
@@ -246,5 +257,9 @@ C('S35_dynamic_half_hd64_with_orig_key', 'half', 64, 1.0, 10000, 'dynamic', fact
   original_max_position_embeddings=2048, seq_len=10000)
 C('S36_yarn_half_hd128_p05_notrunc_f32', 'half', 128, 0.5, 150000, 'yarn', factor=32, original_max_position_embeddings=4096,
   max_position_embeddings=131072, beta_fast=32, beta_slow=1, truncate=False)
+# proportional (Gemma 4's full-attention entry: global_head_dim 512, rho 0.25, theta 1e6: 64 of
+# 256 pairs rotate); and rho 0.58 over 100, whose product 57.99999999999999 floors to 28 pairs.
+C('S37_proportional_half_hd512_p025_b1e6', 'half', 512, 0.25, 1e6, 'proportional')
+C('S38_proportional_inter_hd100_p058_f8', 'interleaved', 100, 0.58, 1e6, 'proportional', factor=8)
 for k, v in sorted(worst.items()):
     print('%-45s inv_freq rel %.2e  out abs(f64 vs mp) %.2e' % (k, v[0], v[1]))
