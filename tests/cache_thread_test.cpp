@@ -202,4 +202,100 @@ TEST(CacheThreads, GrowingTableNeverMovesUnderReaders) {
   EXPECT_EQ(first->length(), 64);
 }
 
+// The process's first rope::apply calls, from 16 threads released together. With runtime
+// dispatch (the tsan preset) they race to probe the CPU and publish the path (rope/isa.hpp's
+// one-byte atomic): every thread must run on one path, the one rope::active_isa() reports
+// afterwards, and give the output of a call made after they are done (ctest runs each test in
+// its own process, so these are the first calls; run alone in one process with the others,
+// the probe has happened before and the test checks only the outputs).
+TEST(DispatchThreads, FirstCallsFromSixteenThreadsAgreeOnOnePath) {
+  constexpr int kThreads = 16;
+  constexpr std::size_t kDim = 128;
+  const rope::spec s = rope::make_spec(kDim, kDim, 1e4, rope::layout::half_split);
+  rope::table_cache cache;
+  auto tab = cache.get<float>(s, 4096);
+  std::vector<float> in(kDim);
+  for (std::size_t i = 0; i < kDim; ++i) in[i] = 0.02f * static_cast<float>(i) - 1.0f;
+  std::vector<std::vector<float>> outs(kThreads, in);
+  std::vector<rope::isa> seen(kThreads);
+  std::vector<rope::status> st(kThreads);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&, t] {
+      const auto i = static_cast<std::size_t>(t);
+      ++ready;
+      while (!go.load()) {
+      }
+      st[i] = rope::apply<float>(*tab, 1000 + t, outs[i].data());
+      seen[i] = rope::active_isa();
+    });
+  while (ready.load() < kThreads) {
+  }
+  go = true;
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    const auto i = static_cast<std::size_t>(t);
+    EXPECT_EQ(st[i], rope::status::ok) << "thread " << t;
+    EXPECT_EQ(seen[i], rope::active_isa()) << "thread " << t;
+    std::vector<float> after = in;
+    ASSERT_EQ(rope::apply<float>(*tab, 1000 + t, after.data()), rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(after.data(), outs[i].data(), kDim * sizeof(float))) << "thread " << t;
+    EXPECT_NE(0, std::memcmp(in.data(), outs[i].data(), kDim * sizeof(float))) << "not rotated";
+  }
+  std::printf("dispatch_threads: %d first calls ran on %s\n", kThreads,
+              rope::to_string(rope::active_isa()));
+}
+
+// rope::force_isa while other threads run rope::apply: documented as no data race (the path is
+// a one-byte atomic); every path gives the same bits, so each output must still equal the one
+// computed before. One thread switches between the paths this CPU and build can run, four
+// apply 2000 times each. (Whether two first calls meet inside the probe above is up to the
+// scheduler; here the store and the loads meet on every run.)
+TEST(DispatchThreads, ForcingThePathWhileOthersApplyKeepsEveryOutput) {
+  constexpr std::size_t kDim = 80;
+  const rope::spec s = rope::make_spec(kDim, kDim, 5e5, rope::layout::interleaved);
+  rope::table_cache cache;
+  auto tab = cache.get<float>(s, 4096);
+  std::vector<float> in(kDim), expected(kDim);
+  for (std::size_t i = 0; i < kDim; ++i) in[i] = 0.5f - 0.013f * static_cast<float>(i);
+  expected = in;
+  ASSERT_EQ(rope::apply<float>(*tab, 3000, expected.data()), rope::status::ok);
+  const rope::isa original = rope::active_isa();
+  std::vector<rope::isa> paths;
+  for (rope::isa i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon})
+    if (rope::force_isa(i)) paths.push_back(i);
+  ASSERT_TRUE(rope::force_isa(original));
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0}, applies{0}, switches{0};
+  std::thread switcher([&] {
+    for (std::size_t n = 0; n < 2000; ++n) {
+      if (rope::force_isa(paths[n % paths.size()])) ++switches;
+      std::this_thread::yield();
+    }
+    stop = true;
+  });
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&] {
+      std::vector<float> x(kDim);
+      for (int n = 0; n < 100 || !stop.load(); ++n) {
+        x = in;
+        if (rope::apply<float>(*tab, 3000, x.data()) != rope::status::ok ||
+            std::memcmp(x.data(), expected.data(), kDim * sizeof(float)) != 0)
+          ++bad;
+        ++applies;
+      }
+    });
+  switcher.join();
+  for (auto& th : pool) th.join();
+  EXPECT_TRUE(rope::force_isa(original));
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(switches.load(), 2000);
+  std::printf("dispatch_threads: %zu paths, %d switches during %d applies on 4 threads, %d "
+              "mismatches\n",
+              paths.size(), switches.load(), applies.load(), bad.load());
+}
+
 }  // namespace
