@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cmath>
+#include <complex>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -543,6 +545,213 @@ TEST(Mrope, FromConfigReadsTheSections) {
     }
   }
 #endif
+}
+
+// ---- Vision encoders' 2-D RoPE (README "Vision encoders"): each recipe against a long double
+// transcription of the model's HF code (its cos/sin vectors assembled as HF assembles them,
+// then x * cos + rotate_half(x) * sin; Mistral's complex product for Pixtral's own layout),
+// with the formula's frequencies in long double. Patches at (row, col) in [0, 2048).
+
+struct patches {
+  std::vector<std::int64_t> row, col;
+};
+patches some_patches(std::size_t n, std::uint64_t seed) {
+  patches p;
+  std::mt19937_64 gen(seed);
+  for (std::size_t t = 0; t < n; ++t) {
+    const bool corner = t < 4;  // (0, 0), (0, 1), (1, 0), (1, 1) first
+    p.row.push_back(corner ? static_cast<std::int64_t>(t / 2) : static_cast<std::int64_t>(gen() % 2048));
+    p.col.push_back(corner ? static_cast<std::int64_t>(t % 2) : static_cast<std::int64_t>(gen() % 2048));
+  }
+  return p;
+}
+
+// HF's apply_rotary_pos_emb on one block of e.size() dims: x * cos(e) + rotate_half(x) * sin(e).
+std::vector<ld> hf_rotate_half(const float* x, const std::vector<ld>& e) {
+  const std::size_t n = e.size(), h = n / 2;
+  std::vector<ld> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const ld rh = i < h ? -static_cast<ld>(x[i + h]) : static_cast<ld>(x[i - h]);
+    out[i] = static_cast<ld>(x[i]) * std::cos(e[i]) + rh * std::sin(e[i]);
+  }
+  return out;
+}
+
+// b^(-2k/n) for k < n/2, in long double (HF's inv_freq, exactly).
+std::vector<ld> inv_freq_ld(ld b, int n) {
+  std::vector<ld> w(static_cast<std::size_t>(n / 2));
+  for (std::size_t k = 0; k < w.size(); ++k)
+    w[k] = std::pow(b, -static_cast<ld>(2 * k) / static_cast<ld>(n));
+  return w;
+}
+
+// Largest |got - want| over the norm of the element's pair (partner(i)), for every element of
+// n tokens x H heads x D dims; the README's float bound is 3 * 2^-24 of it.
+template <class Want, class Partner>
+ld worst_relative(const std::vector<float>& x, const std::vector<float>& got, std::size_t n, int H,
+                  int D, Want want, Partner partner) {
+  ld worst = 0;
+  const auto d = static_cast<std::size_t>(D);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h) {
+      const std::size_t off = (t * static_cast<std::size_t>(H) + h) * d;
+      const std::vector<ld> w = want(t, x.data() + off);
+      for (std::size_t i = 0; i < d; ++i) {
+        const ld r = std::hypot(static_cast<ld>(x[off + i]), static_cast<ld>(x[off + partner(i)]));
+        worst = std::max(worst, std::fabs(static_cast<ld>(got[off + i]) - w[i]) / r);
+      }
+    }
+  return worst;
+}
+
+// Qwen2-VL / Qwen2.5-VL vision: heads of 80 (1280 / 16), VisionRotaryEmbedding(40), theta 1e4:
+// HF's 40 angles per patch are [row * w_0..19, col * w_0..19] with w_k = 1e4^(-2k/40), taken
+// twice (cat) and applied with rotate_half over the whole head: pair i (dims i, i + 40) turns
+// by row * w_i for i < 20, by col * w_(i-20) after. As rope: a half-split table whose 40
+// frequencies are w_0..19 twice, and M-RoPE sections {0, 20, 20} fed the rows and columns.
+TEST(VisionRope, Qwen2VlRowsThenColumnsOverTheWholeHead) {
+  constexpr int D = 80, H = 3;
+  const std::size_t n = 40;
+  const rope::frequencies half =
+      rope::default_frequencies(rope::make_spec(D / 2, D / 2, 1e4, rope::layout::half_split));
+  rope::frequencies f;
+  f.rotary_dim = D;
+  f.inv_freq = half.inv_freq;
+  f.inv_freq.insert(f.inv_freq.end(), half.inv_freq.begin(), half.inv_freq.end());
+  f.description = "qwen2-vl vision";
+  rope::table_cache cache;
+  auto tab = cache.get<float>(f, rope::layout::half_split, 2048);
+  const patches p = some_patches(n, 21);
+  const std::vector<float> x = random_rows(n * H * D, 22);
+  std::vector<float> got = x;
+  ASSERT_EQ(rope::apply_mrope<float>(
+                *tab, rope::mrope_sections{0, D / 4, D / 4},
+                rope::heads_view<float>{got.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D},
+                p.row.data(), p.row.data(), p.col.data()),
+            rope::status::ok);
+  const std::vector<ld> w = inv_freq_ld(1e4L, D / 2);
+  const ld worst = worst_relative(
+      x, got, n, H, D,
+      [&](std::size_t t, const float* row) {
+        std::vector<ld> e;  // HF: rotary_pos_emb = [h * w, w * w]; emb = cat(that, that)
+        for (ld wk : w) e.push_back(static_cast<ld>(p.row[t]) * wk);
+        for (ld wk : w) e.push_back(static_cast<ld>(p.col[t]) * wk);
+        e.insert(e.end(), e.begin(), e.end());
+        return hf_rotate_half(row, e);
+      },
+      [](std::size_t i) { return (i + D / 2) % D; });
+  EXPECT_LE(worst, 3 * 0x1p-24L);
+  std::printf("vision qwen2-vl (D 80): worst %.3Lf x 2^-24 r\n", worst * 0x1p24L);
+}
+
+// Pixtral: heads of 64, theta 1e4, f_k = 1e4^(-2k/64); rows take the even f_k, columns the odd
+// ones. HF (rotate_half over the head, pairs (i, i + 32)): angles [row * f_0, f_2, ..., f_30,
+// col * f_1, ..., f_31], cat twice. Mistral's own code and vLLM (complex product on pairs
+// (2m, 2m + 1)): the same 32 angles, one per pair. As rope: both are a table listing f_0, f_2,
+// ..., f_30, f_1, ..., f_31 (half-split for HF's weights, interleaved for Mistral's) and
+// sections {0, 16, 16}.
+TEST(VisionRope, PixtralRowsTakeEvenFrequenciesColumnsOdd) {
+  constexpr int D = 64, H = 2;
+  const std::size_t n = 40;
+  const rope::frequencies all =
+      rope::default_frequencies(rope::make_spec(D, D, 1e4, rope::layout::half_split));
+  rope::frequencies f;
+  f.rotary_dim = D;
+  for (int parity : {0, 1})
+    for (std::size_t k = static_cast<std::size_t>(parity); k < all.inv_freq.size(); k += 2)
+      f.inv_freq.push_back(all.inv_freq[k]);
+  f.description = "pixtral vision";
+  const std::vector<ld> fk = inv_freq_ld(1e4L, D);
+  const patches p = some_patches(n, 31);
+  const std::vector<float> x = random_rows(n * H * D, 32);
+  auto angles = [&](std::size_t t) {  // HF's freqs: cat(row * f[::2], col * f[1::2])
+    std::vector<ld> e;
+    for (std::size_t k = 0; k < fk.size(); k += 2) e.push_back(static_cast<ld>(p.row[t]) * fk[k]);
+    for (std::size_t k = 1; k < fk.size(); k += 2) e.push_back(static_cast<ld>(p.col[t]) * fk[k]);
+    return e;
+  };
+  rope::table_cache cache;
+  for (rope::layout l : kLayouts) {
+    auto tab = cache.get<float>(f, l, 2048);
+    std::vector<float> got = x;
+    ASSERT_EQ(rope::apply_mrope<float>(
+                  *tab, rope::mrope_sections{0, D / 4, D / 4},
+                  rope::heads_view<float>{got.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D},
+                  p.row.data(), p.row.data(), p.col.data()),
+              rope::status::ok);
+    ld worst;
+    if (l == rope::layout::half_split) {
+      worst = worst_relative(
+          x, got, n, H, D,
+          [&](std::size_t t, const float* row) {
+            std::vector<ld> e = angles(t);
+            e.insert(e.end(), e.begin(), e.end());
+            return hf_rotate_half(row, e);
+          },
+          [](std::size_t i) { return (i + D / 2) % D; });
+    } else {
+      worst = worst_relative(
+          x, got, n, H, D,
+          [&](std::size_t t, const float* row) {  // view_as_complex(x) * freqs_cis
+            const std::vector<ld> e = angles(t);
+            std::vector<ld> out(D);
+            for (std::size_t m = 0; m < e.size(); ++m) {
+              const std::complex<ld> z(row[2 * m], row[2 * m + 1]);
+              const std::complex<ld> r = z * std::polar(ld{1}, e[m]);
+              out[2 * m] = r.real();
+              out[2 * m + 1] = r.imag();
+            }
+            return out;
+          },
+          [](std::size_t i) { return i ^ 1u; });
+    }
+    EXPECT_LE(worst, 3 * 0x1p-24L) << rope::to_string(l);
+    std::printf("vision pixtral (D 64, %s): worst %.3Lf x 2^-24 r\n", rope::to_string(l),
+                worst * 0x1p24L);
+  }
+}
+
+// Gemma 4's vision tower: heads of 64 (E2B, E4B) or 72 (26B-A4B, 31B), theta 100. HF splits each
+// head in two halves of D / 2 and rotates each with its own rotate_half, the first by the
+// patch's x (column), the second by its y (row), w_k = 100^(-2k/(D/2)). As rope: one plain
+// spec of width D / 2 and two rope::apply calls on views of the two halves (head stride D),
+// which keeps rope::apply's SIMD kernels.
+TEST(VisionRope, Gemma4EachHalfOfTheHeadIsOneCoordinate) {
+  for (int D : {64, 72}) {
+    constexpr int H = 2;
+    const std::size_t n = 40;
+    const int half = D / 2;
+    auto tab = rope::get_table<float>(rope::make_spec(half, half, 100, rope::layout::half_split), 2048);
+    const patches p = some_patches(n, 41);
+    const std::vector<float> x = random_rows(n * static_cast<std::size_t>(H * D), 42);
+    std::vector<float> got = x;
+    const auto N = static_cast<std::ptrdiff_t>(n);
+    ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{got.data(), N, H, half, H * D, D},
+                                 p.col.data()),
+              rope::status::ok);
+    ASSERT_EQ(rope::apply<float>(
+                  *tab, rope::heads_view<float>{got.data() + half, N, H, half, H * D, D},
+                  p.row.data()),
+              rope::status::ok);
+    const std::vector<ld> w = inv_freq_ld(100.0L, half);
+    const auto hs = static_cast<std::size_t>(half);
+    const ld worst = worst_relative(
+        x, got, n, H, D,
+        [&](std::size_t t, const float* row) {
+          std::vector<ld> out;
+          for (const std::int64_t pos : {p.col[t], p.row[t]}) {  // position_ids[..., 0] is x
+            std::vector<ld> e;
+            for (ld wk : w) e.push_back(static_cast<ld>(pos) * wk);
+            e.insert(e.end(), e.begin(), e.end());
+            const std::vector<ld> r = hf_rotate_half(row + out.size(), e);
+            out.insert(out.end(), r.begin(), r.end());
+          }
+          return out;
+        },
+        [&](std::size_t i) { return i / hs * hs + (i % hs + hs / 2) % hs; });
+    EXPECT_LE(worst, 3 * 0x1p-24L) << "D " << D;
+    std::printf("vision gemma4 (D %d): worst %.3Lf x 2^-24 r\n", D, worst * 0x1p24L);
+  }
 }
 
 }  // namespace
