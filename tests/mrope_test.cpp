@@ -6,6 +6,7 @@
 // random calls); mrope_section read by from_config.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <complex>
@@ -577,12 +578,12 @@ std::vector<ld> hf_rotate_half(const float* x, const std::vector<ld>& e) {
   return out;
 }
 
-// b^(-2k/n) for k < n/2, in long double (HF's inv_freq, exactly).
-std::vector<ld> inv_freq_ld(ld b, int n) {
-  std::vector<ld> w(static_cast<std::size_t>(n / 2));
-  for (std::size_t k = 0; k < w.size(); ++k)
-    w[k] = std::pow(b, -static_cast<ld>(2 * k) / static_cast<ld>(n));
-  return w;
+// HF's torch.cat((freqs, freqs), dim=-1): the angles twice.
+std::vector<ld> twice(std::vector<ld> e) {
+  const std::size_t m = e.size();
+  e.resize(2 * m);
+  std::copy_n(e.begin(), m, e.begin() + static_cast<std::ptrdiff_t>(m));
+  return e;
 }
 
 // Largest |got - want| over the norm of the element's pair (partner(i)), for every element of
@@ -629,15 +630,14 @@ TEST(VisionRope, Qwen2VlRowsThenColumnsOverTheWholeHead) {
                 rope::heads_view<float>{got.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D},
                 p.row.data(), p.row.data(), p.col.data()),
             rope::status::ok);
-  const std::vector<ld> w = inv_freq_ld(1e4L, D / 2);
+  const std::vector<ld> w = oracle::inv_freq(1e4, D / 2);
   const ld worst = worst_relative(
       x, got, n, H, D,
       [&](std::size_t t, const float* row) {
         std::vector<ld> e;  // HF: rotary_pos_emb = [h * w, w * w]; emb = cat(that, that)
         for (ld wk : w) e.push_back(static_cast<ld>(p.row[t]) * wk);
         for (ld wk : w) e.push_back(static_cast<ld>(p.col[t]) * wk);
-        e.insert(e.end(), e.begin(), e.end());
-        return hf_rotate_half(row, e);
+        return hf_rotate_half(row, twice(e));
       },
       [](std::size_t i) { return (i + D / 2) % D; });
   EXPECT_LE(worst, 3 * 0x1p-24L);
@@ -661,7 +661,7 @@ TEST(VisionRope, PixtralRowsTakeEvenFrequenciesColumnsOdd) {
     for (std::size_t k = static_cast<std::size_t>(parity); k < all.inv_freq.size(); k += 2)
       f.inv_freq.push_back(all.inv_freq[k]);
   f.description = "pixtral vision";
-  const std::vector<ld> fk = inv_freq_ld(1e4L, D);
+  const std::vector<ld> fk = oracle::inv_freq(1e4, D);
   const patches p = some_patches(n, 31);
   const std::vector<float> x = random_rows(n * H * D, 32);
   auto angles = [&](std::size_t t) {  // HF's freqs: cat(row * f[::2], col * f[1::2])
@@ -684,9 +684,7 @@ TEST(VisionRope, PixtralRowsTakeEvenFrequenciesColumnsOdd) {
       worst = worst_relative(
           x, got, n, H, D,
           [&](std::size_t t, const float* row) {
-            std::vector<ld> e = angles(t);
-            e.insert(e.end(), e.begin(), e.end());
-            return hf_rotate_half(row, e);
+            return hf_rotate_half(row, twice(angles(t)));
           },
           [](std::size_t i) { return (i + D / 2) % D; });
     } else {
@@ -733,7 +731,7 @@ TEST(VisionRope, Gemma4EachHalfOfTheHeadIsOneCoordinate) {
                   *tab, rope::heads_view<float>{got.data() + half, N, H, half, H * D, D},
                   p.row.data()),
               rope::status::ok);
-    const std::vector<ld> w = inv_freq_ld(100.0L, half);
+    const std::vector<ld> w = oracle::inv_freq(100, half);
     const auto hs = static_cast<std::size_t>(half);
     const ld worst = worst_relative(
         x, got, n, H, D,
@@ -742,8 +740,7 @@ TEST(VisionRope, Gemma4EachHalfOfTheHeadIsOneCoordinate) {
           for (const std::int64_t pos : {p.col[t], p.row[t]}) {  // position_ids[..., 0] is x
             std::vector<ld> e;
             for (ld wk : w) e.push_back(static_cast<ld>(pos) * wk);
-            e.insert(e.end(), e.begin(), e.end());
-            const std::vector<ld> r = hf_rotate_half(row + out.size(), e);
+            const std::vector<ld> r = hf_rotate_half(row + out.size(), twice(e));
             out.insert(out.end(), r.begin(), r.end());
           }
           return out;
