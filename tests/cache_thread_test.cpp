@@ -250,8 +250,8 @@ TEST(DispatchThreads, FirstCallsFromSixteenThreadsAgreeOnOnePath) {
 
 // rope::force_isa while other threads run rope::apply: documented as no data race (the path is
 // a one-byte atomic); every path gives the same bits, so each output must still equal the one
-// computed before. One thread switches between the paths this CPU and build can run, four
-// apply 2000 times each. (Whether two first calls meet inside the probe above is up to the
+// computed before. One thread switches 2000 times between the paths this CPU and build can
+// run while four apply, each at least 100 times. (Whether two first calls meet inside the probe above is up to the
 // scheduler; here the store and the loads meet on every run.)
 TEST(DispatchThreads, ForcingThePathWhileOthersApplyKeepsEveryOutput) {
   constexpr std::size_t kDim = 80;
