@@ -281,17 +281,24 @@ void check_static_dim() {
     }
 }
 
-// ROPE_TEST_FEW_DIMS (the clang-werror, asan, tsan, noexcept, aarch64 and baseline presets): every compile-time Dim is
-// a set of kernel instances, and compiling all of them under ASan took GCC more than 25 minutes
-// and 10 GB. Five dims keep every row ending (masked, half vector, shifted), grouped rows with a
-// tail, and both out-of-place half-split ways; the other builds run them all.
+// ROPE_TEST_FEW_DIMS (the clang-werror, asan, tsan, noexcept, aarch64 and baseline presets):
+// every compile-time Dim is a set of kernel instances, and compiling all of them under ASan took
+// GCC more than 25 minutes and 10 GB. Five dims keep every row ending (masked, half vector,
+// shifted), grouped rows with a tail, and both out-of-place half-split ways; the other builds run
+// them all. ROPE_TEST_TWO_STATIC_DIMS (the asan preset) keeps the short rows' endings, 8 and 20:
+// under ASan + UBSan the other three took 250 s of GCC's time in each of the AVX2 and AVX-512
+// files (the whole asan stage took 1303 s of CI's 5400). What the sanitizers would see there, a
+// read or write past a row, guard_page_test checks in every build (mprotect), at 80, 112, 130,
+// 160 and 256 in the full one; bitwise equality at 80, 140 and 176 runs in four other x86 builds.
 template <class K>
 void check_static_dims() {
   check_static_dim<K, 8>();
   check_static_dim<K, 20>();
+#if !ROPE_TEST_TWO_STATIC_DIMS
   check_static_dim<K, 80>();
   check_static_dim<K, 140>();
   check_static_dim<K, 176>();
+#endif
 #if !ROPE_TEST_FEW_DIMS
   check_static_dim<K, 12>();
   check_static_dim<K, 16>();
