@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <rope/ggml.hpp>
 #include <rope/scaling.hpp>
 #include <stdexcept>
 #include <string>
@@ -1726,5 +1727,283 @@ TEST(LongContext, CompactMatchesDenseUpTo2To20AndTheOracleBeyond) {
     EXPECT_LE(worst, 1.0L) << rope::to_string(l);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// ggml's (llama.cpp's) rope parameters (rope/ggml.hpp).
+
+// ggml's CPU rope restated from its code (ggml-cpu/ops.cpp: ggml_rope_yarn_corr_dims,
+// rope_yarn_ramp, rope_yarn), element i0 = 2j at position 1 (its angle is p times that), in long
+// double where ggml uses float32, except the correction dims, which decide integers and are
+// float32 as in ggml.
+struct ggml_reference {
+  std::vector<ld> w;
+  ld a = 1;
+};
+ggml_reference ggml_rope_reference(const rope::ggml_rope_params& g) {
+  const float pi = 3.14159265358979323846f;
+  const auto corr_dim = [&](double n_rot) {
+    return static_cast<float>(g.n_dims) *
+           std::log(static_cast<float>(g.n_ctx_orig) / (static_cast<float>(n_rot) * 2 * pi)) /
+           (2 * std::log(static_cast<float>(g.freq_base)));
+  };
+  const float corr0 = std::max(0.0f, std::floor(corr_dim(g.beta_fast)));
+  const float corr1 = std::min(static_cast<float>(g.n_dims - 1), std::ceil(corr_dim(g.beta_slow)));
+  ggml_reference out;
+  for (int i0 = 0; i0 < g.n_dims; i0 += 2) {
+    const ld freq_factor =
+        g.freq_factors.empty() ? 1 : g.freq_factors[static_cast<std::size_t>(i0 / 2)];
+    const ld theta_extrap =
+        std::pow(static_cast<ld>(g.freq_base), -static_cast<ld>(i0) / g.n_dims) / freq_factor;
+    const ld theta_interp = static_cast<ld>(g.freq_scale) * theta_extrap;
+    ld theta = theta_interp;
+    ld mscale = g.attn_factor;
+    if (g.ext_factor != 0) {
+      const ld y = (static_cast<ld>(i0 / 2) - corr0) /
+                   std::max(0.001L, static_cast<ld>(corr1) - static_cast<ld>(corr0));
+      const ld ramp_mix = (1 - std::min(1.0L, std::max(0.0L, y))) * static_cast<ld>(g.ext_factor);
+      theta = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
+      mscale *= 1 + 0.1L * std::log(1 / static_cast<ld>(g.freq_scale));
+    }
+    out.w.push_back(theta);
+    out.a = mscale;
+  }
+  return out;
+}
+
+rope::ggml_rope_params ggml_yarn(int n_dims, double base, double s, std::int64_t n_ctx_orig) {
+  rope::ggml_rope_params g;
+  g.n_dims = n_dims;
+  g.freq_base = base;
+  g.freq_scale = 1 / s;
+  g.ext_factor = 1;
+  g.n_ctx_orig = n_ctx_orig;
+  return g;
+}
+
+TEST(Ggml, FrequenciesAreGgmlsRopeInLongDouble) {
+  std::mt19937_64 gen(64);
+  std::uniform_real_distribution<double> factor(0.5, 40);
+  int cases = 0;
+  for (int n_dims : {64, 96, 128})
+    for (double base : {1e4, 5e5, 1e6})
+      for (double s : {1.0, 4.0, 8.0, 3.0})
+        for (double ext : {0.0, 0.5, 1.0})
+          for (bool factors : {false, true}) {
+            rope::ggml_rope_params g = ggml_yarn(n_dims, base, s, 4096);
+            g.ext_factor = ext;
+            g.attn_factor = factors ? 0.75 : 1;
+            if (factors)
+              for (int j = 0; j < n_dims / 2; ++j) g.freq_factors.push_back(factor(gen));
+            const rope::frequencies f = rope::ggml_frequencies(g);
+            const ggml_reference want = ggml_rope_reference(g);
+            ASSERT_EQ(f.rotary_dim, n_dims);
+            ASSERT_EQ(f.inv_freq.size(), want.w.size());
+            for (std::size_t j = 0; j < want.w.size(); ++j)
+              EXPECT_LE(ulps_off(f.inv_freq[j], want.w[j]), kMaxUlps)
+                  << "n_dims " << n_dims << " base " << base << " s " << s << " ext " << ext
+                  << " j " << j;
+            EXPECT_LE(std::fabs(f.attention_factor - want.a) / want.a, 4e-16L) << s << " " << ext;
+            ++cases;
+          }
+  EXPECT_EQ(cases, 216);
+}
+
+// With ext_factor 1, attn_factor 1 and no factors, freq_scale 1/s is HF's yarn(s); with
+// ext_factor 0 it is linear(s): the same frequencies (the library evaluates both in long
+// double, rounded once), and the same attention factor.
+TEST(Ggml, ExtFactorOneIsHfYarnAndZeroIsLinear) {
+  for (int d : {64, 128})
+    for (double base : {1e4, 1e6})
+      for (double s : {2.0, 4.0, 32.0, 3.0})
+        for (std::int64_t m0 : {std::int64_t{4096}, std::int64_t{32768}}) {
+          rope::ggml_rope_params g = ggml_yarn(d, base, s, m0);
+          const rope::frequencies yarn = rope::ggml_frequencies(g);
+          const rope::frequencies hf =
+              rope::compute_frequencies(spec(d, base), rope::scaling::yarn_scaling(s, m0))
+                  .frequencies;
+          for (std::size_t j = 0; j < hf.inv_freq.size(); ++j)
+            EXPECT_LE(ulps_off(yarn.inv_freq[j], hf.inv_freq[j]), 1.0L)
+                << d << " " << s << " j " << j;
+          EXPECT_NEAR(yarn.attention_factor, hf.attention_factor, 4e-16 * hf.attention_factor);
+          EXPECT_GT(yarn.attention_factor, 1.0);
+          g.ext_factor = 0;
+          const rope::frequencies lin = rope::ggml_frequencies(g);
+          const rope::frequencies hf_lin =
+              rope::compute_frequencies(spec(d, base), rope::scaling::linear_interpolation(s))
+                  .frequencies;
+          for (std::size_t j = 0; j < hf_lin.inv_freq.size(); ++j)
+            EXPECT_LE(ulps_off(lin.inv_freq[j], hf_lin.inv_freq[j]), 1.0L)
+                << d << " " << s << " j " << j;
+          EXPECT_EQ(lin.attention_factor, 1.0);
+        }
+}
+
+// llama.cpp's converter writes Llama 3.1's bands into rope_freqs.weight (convert_hf_to_gguf.py,
+// LlamaModel: 1, factor, or 1 / ((1 - smooth) / factor + smooth) by wavelength, in double),
+// and Phi-3's LongRoPE lists as they are, with the attention factor in attn_factor: ggml's
+// theta_j / f_j is then HF's llama3 and longrope frequencies.
+TEST(Ggml, ConvertersFreqFactorsGiveHfLlama3AndLongrope) {
+  const int d = 128;
+  const double base = 5e5, s = 8, low = 1, high = 4, m0 = 8192;
+  rope::ggml_rope_params g;
+  g.n_dims = d;
+  g.freq_base = base;
+  for (int i = 0; i < d; i += 2) {
+    const double freq = 1.0 / std::pow(base, static_cast<double>(i) / d);
+    const double wavelen = 2 * 3.141592653589793 / freq;
+    if (wavelen < m0 / high) {
+      g.freq_factors.push_back(1);
+    } else if (wavelen > m0 / low) {
+      g.freq_factors.push_back(s);
+    } else {
+      const double smooth = (m0 / wavelen - low) / (high - low);
+      g.freq_factors.push_back(1 / ((1 - smooth) / s + smooth));
+    }
+  }
+  const rope::frequencies f = rope::ggml_frequencies(g);
+  const rope::frequencies hf =
+      rope::compute_frequencies(spec(d, base), rope::scaling::llama3_scaling(s, low, high, 8192))
+          .frequencies;
+  int changed = 0;
+  for (std::size_t j = 0; j < hf.inv_freq.size(); ++j) {
+    EXPECT_LE(std::fabs(f.inv_freq[j] - hf.inv_freq[j]) / hf.inv_freq[j], 1e-15)
+        << "llama3 j " << j;
+    changed += g.freq_factors[j] != 1;
+  }
+  EXPECT_GT(changed, 20);
+  EXPECT_EQ(f.attention_factor, 1.0);
+
+  // LongRoPE (Phi-3 128k's shape: 48 pairs, M0 4096, factor 32), the long list.
+  const int dl = 96;
+  std::vector<double> short_f, long_f;
+  for (int j = 0; j < dl / 2; ++j) {
+    short_f.push_back(1 + 0.02 * j);
+    long_f.push_back(1 + 0.9 * j);
+  }
+  const auto lr = rope::compute_frequencies(
+      spec(dl, 1e4), rope::scaling::longrope_scaling(short_f, long_f, 32, 4096), 8192);
+  ASSERT_EQ(lr.choice.list, rope::factor_list::long_factors);
+  rope::ggml_rope_params gl;
+  gl.n_dims = dl;
+  gl.freq_base = 1e4;
+  gl.freq_factors = long_f;
+  gl.attn_factor = lr.frequencies.attention_factor;
+  const rope::frequencies fl = rope::ggml_frequencies(gl);
+  for (std::size_t j = 0; j < long_f.size(); ++j)
+    EXPECT_LE(ulps_off(fl.inv_freq[j], lr.frequencies.inv_freq[j]), 1.0L) << "longrope j " << j;
+  EXPECT_EQ(fl.attention_factor, lr.frequencies.attention_factor);
+}
+
+// Where c(beta_fast) floors past n_dims - 1 the ramp's ends cross (lo > hi): ggml's
+// max(0.001, hi - lo) then extrapolates every pair (theta_j itself with ext_factor 1), where
+// HF's negative denominator gives other frequencies.
+TEST(Ggml, CrossedRampEndsExtrapolateEveryPair) {
+  const rope::ggml_rope_params g = ggml_yarn(8, 10, 4, 1000000000);
+  const rope::frequencies f = rope::ggml_frequencies(g);
+  EXPECT_EQ(f.description, "ggml:base=10,freq_scale=0.25,ext_factor=1,ramp=[26,7]");
+  const auto theta = oracle::inv_freq(10, 8);
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_LE(ulps_off(f.inv_freq[j], theta[j]), kMaxUlps) << j;
+  const rope::frequencies hf =
+      rope::compute_frequencies(spec(8, 10), rope::scaling::yarn_scaling(4, 1000000000))
+          .frequencies;
+  EXPECT_NE(hf.inv_freq, f.inv_freq);
+}
+
+// Rotated by rope::apply (float, 96 of 128 dims, both layouts: GGUF Llama is interleaved, NeoX
+// models half-split) against the long double 2x2 oracle at ggml's frequencies and magnitude,
+// positions up to 2^20 - 1; tables cached per parameter set.
+TEST(Ggml, ApplyWithinTheBoundOfTheRotationAtGgmlsAngles) {
+  for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+    rope::ggml_rope_params g = ggml_yarn(96, 1e6, 16, 8192);
+    g.attn_factor = 0.9;
+    for (int j = 0; j < 48; ++j) g.freq_factors.push_back(1 + j / 16.0);
+    const ggml_reference want = ggml_rope_reference(g);
+    rope::table_cache cache;
+    auto tab = cache.get<float>(rope::ggml_frequencies(g), l, std::int64_t{1} << 20);
+    EXPECT_EQ(tab.get(), cache.get<float>(rope::ggml_frequencies(g), l, 4096).get());
+    rope::ggml_rope_params other = g;
+    other.ext_factor = 0.5;
+    EXPECT_NE(tab.get(), cache.get<float>(rope::ggml_frequencies(other), l, 4096).get());
+    std::mt19937_64 gen(96);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(128), y(128);
+    ld worst = 0;
+    for (std::int64_t p : {std::int64_t{0}, std::int64_t{3}, std::int64_t{8191},
+                           std::int64_t{65537}, (std::int64_t{1} << 20) - 1}) {
+      for (auto& v : x) v = dist(gen);
+      ASSERT_EQ(rope::apply<float>(*tab, p, x.data(), y.data(), 128), rope::status::ok);
+      const auto ref = oracle::rotate(x.data(), 128, 96, want.w, l, static_cast<ld>(p), 1, want.a);
+      for (std::size_t j = 0; j < 48; ++j) {
+        const std::size_t i0 = oracle::first(l, j, 48), i1 = oracle::second(l, j, 48);
+        const ld r = want.a * std::hypot(static_cast<ld>(x[i0]), static_cast<ld>(x[i1]));
+        worst = std::max({worst, std::fabs(y[i0] - ref[i0]) / (kU * r),
+                          std::fabs(y[i1] - ref[i1]) / (kU * r)});
+      }
+      for (std::size_t k = 96; k < 128; ++k) EXPECT_EQ(y[k], x[k]) << k;
+    }
+    EXPECT_LE(worst, 3.0L) << rope::to_string(l);
+    std::printf("ggml yarn + freq_factors (%s, 96 of 128 dims): within %.3Lf * 2^-24 * A * r\n",
+                rope::to_string(l), worst);
+  }
+}
+
+#if ROPE_HAS_EXCEPTIONS
+TEST(Ggml, EveryBadParameterIsAnErrorNamingIt) {
+  const auto expect = [](const rope::ggml_rope_params& g, const std::string& key) {
+    try {
+      (void)rope::ggml_frequencies(g);
+      ADD_FAILURE() << "no error for " << key;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(key + "=", 0), 0u) << e.what();
+    }
+  };
+  const rope::ggml_rope_params good = ggml_yarn(64, 1e4, 4, 4096);
+  EXPECT_NO_THROW((void)rope::ggml_frequencies(good));
+  rope::ggml_rope_params g = good;
+  for (int n : {0, 7, -2, 2048}) {
+    g = good;
+    g.n_dims = n;
+    expect(g, "n_dims");
+  }
+  for (double b : {1.0, 0.5, std::nan(""), HUGE_VAL}) {
+    g = good;
+    g.freq_base = b;
+    expect(g, "freq_base");
+  }
+  for (double v : {0.0, -0.25, std::nan("")}) {
+    g = good;
+    g.freq_scale = v;
+    expect(g, "freq_scale");
+  }
+  g = good;
+  g.freq_scale = 1e5;  // the temperature 1 + 0.1 ln(1e-5) < 0
+  expect(g, "freq_scale");
+  for (double v : {-1.0, 1.5, std::nan("")}) {
+    g = good;
+    g.ext_factor = v;
+    expect(g, "ext_factor");
+  }
+  g = good;
+  g.attn_factor = 0;
+  expect(g, "attn_factor");
+  g = good;
+  g.beta_fast = 0.5;
+  expect(g, "beta_fast");
+  g = good;
+  g.beta_slow = -1;
+  expect(g, "beta_slow");
+  g = good;
+  g.n_ctx_orig = 0;
+  expect(g, "n_ctx_orig");
+  g.ext_factor = 0;  // read only by yarn's ramp
+  EXPECT_NO_THROW((void)rope::ggml_frequencies(g));
+  g = good;
+  g.freq_factors.assign(31, 1.0);
+  expect(g, "freq_factors");
+  g.freq_factors.assign(32, 1.0);
+  g.freq_factors[5] = 0;
+  expect(g, "freq_factors[5]");
+}
+#endif  // ROPE_HAS_EXCEPTIONS
 
 }  // namespace

@@ -14,11 +14,13 @@
 // rope/scaling.hpp  context extension: linear, NTK, dynamic NTK, YaRN, Llama 3.1, LongRoPE
 // rope/mrope.hpp    multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three positions a token
 // rope/slots.hpp    keys rotated straight into KV-cache slots, one slot per token
+// rope/ggml.hpp     ggml's (llama.cpp's) rope parameters as frequencies, for GGUF checkpoints
 #pragma once
 
 #include "rope/apply.hpp"
 #include "rope/config.hpp"
 #include "rope/fwd.hpp"
+#include "rope/ggml.hpp"
 #include "rope/mrope.hpp"
 #include "rope/scaling.hpp"
 #include "rope/slots.hpp"
