@@ -1839,9 +1839,10 @@ TEST(Ggml, ExtFactorOneIsHfYarnAndZeroIsLinear) {
 }
 
 // llama.cpp's converter writes Llama 3.1's bands into rope_freqs.weight (convert_hf_to_gguf.py,
-// LlamaModel: 1, factor, or 1 / ((1 - smooth) / factor + smooth) by wavelength, in double),
-// and Phi-3's LongRoPE lists as they are, with the attention factor in attn_factor: ggml's
-// theta_j / f_j is then HF's llama3 and longrope frequencies.
+// LlamaModel: 1, factor, or 1 / ((1 - smooth) / factor + smooth) by wavelength; formed here in
+// double, where the converter's float32 ones match HF's to about 1e-7), and Phi-3's LongRoPE
+// lists as they are (rope_factors_long / rope_factors_short), with the attention factor in
+// attn_factor: ggml's theta_j / f_j is then HF's llama3 and longrope frequencies.
 TEST(Ggml, ConvertersFreqFactorsGiveHfLlama3AndLongrope) {
   const int d = 128;
   const double base = 5e5, s = 8, low = 1, high = 4, m0 = 8192;

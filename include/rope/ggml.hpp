@@ -12,7 +12,7 @@
 //   auto tab = rope::table_cache::global().get<float>(f, rope::layout::interleaved, n_ctx);
 //
 // ggml rotates pair j (its element i0 = 2j) at position p by the angle
-//   theta_e = p * theta_j / f_j                      (f_j: rope_freqs.weight, else 1)
+//   theta_e = p * theta_j / f_j                      (f_j: freq_factors, else 1)
 //   theta_i = freq_scale * theta_e
 //   theta   = theta_i * (1 - m_j) + theta_e * m_j,   m_j = ext_factor * (1 - r_j)
 //   r_j     = clamp((j - lo) / max(0.001, hi - lo), 0, 1)
@@ -34,8 +34,9 @@
 // ramp there) and instead of a negative denominator where hi < lo (every pair then
 // extrapolated: m_j = ext_factor). With ext_factor = 1, attn_factor = 1 and no factors,
 // freq_scale = 1/s gives HF's yarn(s) frequencies and attention factor; with ext_factor = 0,
-// linear(s); the llama3 and longrope factors llama.cpp's converter writes into rope_freqs.weight
-// give HF's llama3 and longrope frequencies (tests/scaling_test.cpp, Ggml.*).
+// linear(s); Llama 3.1's band factors (as llama.cpp's converter forms them, in double) and a
+// LongRoPE list as freq_factors give HF's llama3 and longrope frequencies (tests/scaling_test.cpp,
+// Ggml.*).
 //
 // Stricter than ggml, which computes whatever it is given: ext_factor outside [0, 1] (llama.cpp's
 // context parameter -1 means "1 for yarn, else 0": resolve it first), beta_fast < beta_slow (the
@@ -44,7 +45,16 @@
 //
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
 // q/k permutation) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
-// is rope::layout::half_split; the M-RoPE modes go through rope::apply_mrope with half_split.
+// is rope::layout::half_split; the M-RoPE modes 8 and 40 (Qwen2-VL's sections, Qwen3-VL's
+// interleaved ones) go through rope::apply_mrope with half_split. The vision mode (24) pairs x[i]
+// with x[i + n_dims] and restarts the frequencies per section: not this.
+//
+// The parameters are the values handed to ggml_rope_ext, which llama.cpp derives from the GGUF
+// keys and its context parameters: attn_factor in particular is not a GGUF key's value as is
+// (llama.cpp combines rope.scaling.attn_factor and, for DeepSeek-style YaRN, the mscale keys
+// with ggml's built-in temperature, differently in different versions): pass what the llama.cpp
+// you match passes. ggml takes them as float32: to match its angles, give the float values (a
+// double 1/3 for freq_scale is about 1e-8 relative off float's, an angle off by that much).
 #pragma once
 
 #include <algorithm>
@@ -73,7 +83,8 @@ struct ggml_rope_params {
   /// The extrapolation weight of yarn's ramp: 1 for yarn, 0 otherwise (llama.cpp's defaults).
   /// In [0, 1].
   double ext_factor = 0.0;
-  /// Multiplies cos and sin. Finite and > 0.
+  /// Multiplies cos and sin (with ext_factor != 0, ggml's temperature too). Finite and > 0. For
+  /// HF's YaRN attention factor A with ext_factor 1, attn_factor = A / (1 + 0.1 ln(1/freq_scale)).
   double attn_factor = 1.0;
   /// Rotation counts of the ramp's ends (llama.cpp's yarn_beta_fast / yarn_beta_slow); read
   /// when ext_factor != 0. beta_fast >= beta_slow > 0.
@@ -82,8 +93,11 @@ struct ggml_rope_params {
   /// The training context of the ramp (GGUF rope.scaling.original_context_length, else the
   /// model's context length); read when ext_factor != 0. Positive.
   std::int64_t n_ctx_orig = 0;
-  /// The rope_freqs.weight tensor (llama3's and longrope's per-pair divisors), n_dims / 2
-  /// entries, each finite and > 0; empty for none.
+  /// Per-pair divisors of theta_j, n_dims / 2 entries, each finite and > 0; empty for none: the
+  /// rope_freqs.weight tensor (Llama 3.1's bands, written by llama.cpp's converter in float32),
+  /// or rope_factors_long.weight / rope_factors_short.weight (Phi-3's LongRoPE lists; llama.cpp
+  /// takes the long one when the context per sequence exceeds n_ctx_orig, where HF chooses by the
+  /// sequence length: rope::compute_frequencies).
   std::vector<double> freq_factors;
 };
 
@@ -123,9 +137,10 @@ inline void validate(const ggml_rope_params& p) {
     detail::check_positive_int("n_ctx_orig", p.n_ctx_orig, type);
     const double t = 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
     if (!(t > 0.0) || !std::isfinite(p.attn_factor * t))
-      detail::scaling_error("freq_scale", detail::format_double(p.freq_scale),
-                            "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " +
-                                detail::format_double(t) + ", which must be > 0 (ggml)");
+      detail::scaling_error(
+          "freq_scale", detail::format_double(p.freq_scale),
+          "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " + detail::format_double(t) +
+              ", which (times attn_factor) must be finite and > 0 (ggml)");
   }
   if (!p.freq_factors.empty()) {
     const std::size_t pairs = static_cast<std::size_t>(p.n_dims / 2);
