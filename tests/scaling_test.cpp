@@ -1994,6 +1994,17 @@ TEST(Ggml, EveryBadParameterIsAnErrorNamingIt) {
   g.beta_slow = -1;
   expect(g, "beta_slow");
   g = good;
+  g.beta_slow = 1e-40;  // ggml's float32: a subnormal count
+  expect(g, "beta_slow");
+  g = good;
+  g.beta_fast = 1e39;  // past float32's range
+  expect(g, "beta_fast");
+  g = good;
+  g.freq_base = 1e39;
+  expect(g, "freq_base");
+  g.ext_factor = 0;  // the ramp's ends are not formed: a double base is fine
+  EXPECT_NO_THROW((void)rope::ggml_frequencies(g));
+  g = good;
   g.n_ctx_orig = 0;
   expect(g, "n_ctx_orig");
   g.ext_factor = 0;  // read only by yarn's ramp

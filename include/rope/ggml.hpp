@@ -61,6 +61,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,16 @@ inline void validate(const ggml_rope_params& p) {
                             "must be >= beta_slow=" + detail::format_double(p.beta_slow) +
                                 " (ggml): the ramp would run backwards");
     detail::check_positive_int("n_ctx_orig", p.n_ctx_orig, type);
+    // The ramp's ends are evaluated in float32, as ggml does: its parameters must be floats.
+    const auto check_float = [](const char* key, double v) {
+      if (v < static_cast<double>(std::numeric_limits<float>::min()) ||
+          v > static_cast<double>(std::numeric_limits<float>::max()))
+        detail::scaling_error(key, detail::format_double(v),
+                              "must be a normal float32 value (ggml's parameters are float32)");
+    };
+    check_float("freq_base", p.freq_base);
+    check_float("beta_fast", p.beta_fast);
+    check_float("beta_slow", p.beta_slow);
     const double t = 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
     if (!(t > 0.0) || !std::isfinite(p.attn_factor * t))
       detail::scaling_error(
