@@ -153,18 +153,9 @@ inline void validate(const ggml_rope_params& p) {
           "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " + detail::format_double(t) +
               ", which (times attn_factor) must be finite and > 0 (ggml)");
   }
-  if (!p.freq_factors.empty()) {
-    const std::size_t pairs = static_cast<std::size_t>(p.n_dims / 2);
-    if (p.freq_factors.size() != pairs)
-      detail::scaling_error("freq_factors",
-                            "<list of " + std::to_string(p.freq_factors.size()) + ">",
-                            "must have n_dims/2 = " + std::to_string(pairs) + " entries (ggml)");
-    for (std::size_t j = 0; j < pairs; ++j)
-      if (!(p.freq_factors[j] > 0.0) || !std::isfinite(p.freq_factors[j]))
-        detail::scaling_error("freq_factors[" + std::to_string(j) + "]",
-                              detail::format_double(p.freq_factors[j]),
-                              "must be finite and > 0 (ggml)");
-  }
+  if (!p.freq_factors.empty())
+    detail::check_factor_list("freq_factors", p.freq_factors,
+                              static_cast<std::size_t>(p.n_dims / 2), "n_dims", type);
 }
 
 /// The frequencies and attention factor of ggml's rope with parameters p (formulas in the file

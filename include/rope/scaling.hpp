@@ -247,14 +247,17 @@ inline void check_positive_int(const char* key, std::int64_t v, const char* type
     scaling_error(key, std::to_string(v), std::string("must be a positive integer (") + type + ")");
 }
 
-inline void check_factor_list(const char* key, const std::vector<double>& list, std::size_t pairs) {
+/// A list of one positive factor per pair (pairs = `dims`/2; type: the method, for the message).
+inline void check_factor_list(const char* key, const std::vector<double>& list, std::size_t pairs,
+                              const char* dims = "rotary_dim", const char* type = "longrope") {
   if (list.size() != pairs)
     scaling_error(key, "<list of " + std::to_string(list.size()) + ">",
-                  "must have rotary_dim/2 = " + std::to_string(pairs) + " entries (longrope)");
+                  "must have " + std::string(dims) + "/2 = " + std::to_string(pairs) +
+                      " entries (" + type + ")");
   for (std::size_t j = 0; j < list.size(); ++j)
     if (!(list[j] > 0.0) || !std::isfinite(list[j]))
       scaling_error(std::string(key) + "[" + std::to_string(j) + "]", format_double(list[j]),
-                    "must be finite and > 0 (longrope)");
+                    std::string("must be finite and > 0 (") + type + ")");
 }
 
 /// HF's yarn get_mscale: 1 for s <= 1, else 0.1 * mscale * ln(s) + 1 (same operation order).
