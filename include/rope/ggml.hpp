@@ -25,7 +25,7 @@
 //  - ggml forms theta_j = freq_base^(-2j/n_dims) by repeated multiplication in float32 and
 //    every angle in float32 (about 0.06 rad off at p = 1e6); here w_j is the formula's value
 //    rounded once to double (long double arithmetic, as rope::compute_frequencies), the angle
-//    p * w_j exact in the table. The same choice as for HF's float32 code (README "Accuracy").
+//    p * w_j exact in the table. The same choice as for HF's float32 code (README "Accuracy contract").
 //  - lo and hi are evaluated as ggml evaluates them, in float32 (logf), so that a c(b) within
 //    float's rounding of an integer floors and ceils to ggml's integers.
 // The differences from HF's YaRN (compute_frequencies, scaling_type::yarn) are ggml's, kept: the
@@ -40,8 +40,9 @@
 //
 // Stricter than ggml, which computes whatever it is given: ext_factor outside [0, 1] (llama.cpp's
 // context parameter -1 means "1 for yarn, else 0": resolve it first), beta_fast < beta_slow (the
-// ramp would run backwards, as refused for HF's yarn), and a temperature that is not positive
-// (freq_scale >= e^10) are errors.
+// ramp would run backwards, as refused for HF's yarn), a temperature that is not positive
+// (freq_scale >= e^10), and, with ext_factor != 0, a freq_base or beta that is not a normal
+// float32 value (the ramp's ends are formed in float32) are errors.
 //
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
 // q/k permutation) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
