@@ -25,7 +25,8 @@
 //  - ggml forms theta_j = freq_base^(-2j/n_dims) by repeated multiplication in float32 and
 //    every angle in float32 (about 0.06 rad off at p = 1e6); here w_j is the formula's value
 //    rounded once to double (long double arithmetic, as rope::compute_frequencies), the angle
-//    p * w_j exact in the table. The same choice as for HF's float32 code (README "Accuracy contract").
+//    p * w_j exact in the table. The same choice as for HF's float32 code (README "Accuracy
+//    contract").
 //  - lo and hi are evaluated as ggml evaluates them, in float32 (logf), so that a c(b) within
 //    float's rounding of an integer floors and ceils to ggml's integers.
 // The differences from HF's YaRN (compute_frequencies, scaling_type::yarn) are ggml's, kept: the
