@@ -1,9 +1,9 @@
 // Layout conversion: which pair layout a checkpoint expects, and how the two layouts relate.
 //
-// Meta's original LLaMA weights (and GGUF files made by llama.cpp) pair coordinates
-// (2j, 2j+1): rope::layout::interleaved. HF transformers' Llama-family code pairs (j, j + d/2)
-// (`rotate_half`): rope::layout::half_split. HF's conversion script does not change the
-// rotation code to match Meta's: it permutes the rows of the q and k projection weights, head
+// Meta's original LLaMA weights (and llama.cpp's GGUF files of Llama-family models) pair
+// coordinates (2j, 2j+1): rope::layout::interleaved. HF transformers' Llama-family code pairs
+// (j, j + d/2) (`rotate_half`): rope::layout::half_split. HF's conversion script does not change
+// the rotation code to match Meta's: it permutes the rows of the q and k projection weights, head
 // by head, so that new row j is old row 2j and new row j + d/2 is old row 2j + 1. Then
 //
 //     half_split(P q) = P interleaved(q)     for every position,
@@ -104,8 +104,9 @@ int main() {
   std::printf(
       "Which layout does a checkpoint expect?\n"
       "  HF transformers checkpoint (modeling code uses rotate_half)   -> half_split\n"
-      "  Meta's original consolidated.*.pth, GGUF for llama.cpp        -> interleaved\n"
-      "  (the same model: HF's conversion permutes q/k rows, llama.cpp's converter undoes it)\n"
+      "  Meta's original consolidated.*.pth, GGUF of Llama-family models -> interleaved\n"
+      "  (the same model: HF's conversion permutes q/k rows, llama.cpp's converter undoes it;\n"
+      "   GGUF of NeoX-style models, Qwen, Phi, Gemma, ... -> half_split)\n"
       "  unsure: rotate one vector at a position > 0 and compare (step 3 below)\n\n");
 
   // 1. The permutation, for one 8-dim head.

@@ -1783,7 +1783,6 @@ rope::ggml_rope_params ggml_yarn(int n_dims, double base, double s, std::int64_t
 TEST(Ggml, FrequenciesAreGgmlsRopeInLongDouble) {
   std::mt19937_64 gen(64);
   std::uniform_real_distribution<double> factor(0.5, 40);
-  int cases = 0;
   for (int n_dims : {64, 96, 128})
     for (double base : {1e4, 5e5, 1e6})
       for (double s : {1.0, 4.0, 8.0, 3.0})
@@ -1803,9 +1802,27 @@ TEST(Ggml, FrequenciesAreGgmlsRopeInLongDouble) {
                   << "n_dims " << n_dims << " base " << base << " s " << s << " ext " << ext
                   << " j " << j;
             EXPECT_LE(std::fabs(f.attention_factor - want.a) / want.a, 4e-16L) << s << " " << ext;
-            ++cases;
           }
-  EXPECT_EQ(cases, 216);
+}
+
+// Worked out by hand: d = 128, base 1e6, n_ctx_orig 32768: c(32) = 128 ln(32768 / 64 pi) /
+// (2 ln 1e6) = 23.60 and c(1) = 39.65, so the ramp runs from 23 to 40; below it (ext_factor 1)
+// w_j = theta_j, above it theta_j / s, in between a blend of the two.
+TEST(Ggml, RampWorkedOutByHand) {
+  const rope::frequencies f = rope::ggml_frequencies(ggml_yarn(128, 1e6, 4, 32768));
+  EXPECT_EQ(f.description, "ggml:base=1000000,freq_scale=0.25,ext_factor=1,ramp=[23,40]");
+  const auto theta = oracle::inv_freq(1e6, 128);
+  for (std::size_t j = 0; j < 64; ++j) {
+    if (j <= 23) {
+      EXPECT_LE(ulps_off(f.inv_freq[j], theta[j]), kMaxUlps) << j;
+    } else if (j >= 40) {
+      EXPECT_LE(ulps_off(f.inv_freq[j], theta[j] / 4), kMaxUlps) << j;
+    } else {
+      EXPECT_LT(f.inv_freq[j], theta[j]) << j;
+      EXPECT_GT(f.inv_freq[j], theta[j] / 4) << j;
+    }
+  }
+  EXPECT_NEAR(f.attention_factor, 1 + 0.1 * std::log(4.0), 1e-15);
 }
 
 // With ext_factor 1, attn_factor 1 and no factors, freq_scale 1/s is HF's yarn(s); with
@@ -1888,17 +1905,19 @@ TEST(Ggml, ConvertersFreqFactorsGiveHfLlama3AndLongrope) {
   gl.n_dims = dl;
   gl.freq_base = 1e4;
   gl.freq_factors = long_f;
-  gl.attn_factor = lr.frequencies.attention_factor;
+  gl.attn_factor = std::sqrt(1 + std::log(32.0) / std::log(4096.0));  // the converter's A
   const rope::frequencies fl = rope::ggml_frequencies(gl);
   for (std::size_t j = 0; j < long_f.size(); ++j)
     EXPECT_LE(ulps_off(fl.inv_freq[j], lr.frequencies.inv_freq[j]), 1.0L) << "longrope j " << j;
-  EXPECT_EQ(fl.attention_factor, lr.frequencies.attention_factor);
+  EXPECT_NEAR(fl.attention_factor, lr.frequencies.attention_factor,
+              4e-16 * lr.frequencies.attention_factor);
 }
 
-// Where c(beta_fast) floors past n_dims - 1 the ramp's ends cross (lo > hi): ggml's
-// max(0.001, hi - lo) then extrapolates every pair (theta_j itself with ext_factor 1), where
-// HF's negative denominator gives other frequencies.
-TEST(Ggml, CrossedRampEndsExtrapolateEveryPair) {
+// Where the ramp's ends cross (hi < lo), ggml's max(0.001, hi - lo) makes r_j 0 for j <= lo and 1
+// above, where HF's negative denominator gives other frequencies. c(beta_fast) floored past
+// n_dims - 1: every pair extrapolated (theta_j itself with ext_factor 1); c(beta_slow) ceiled
+// below 0 (n_ctx_orig 1): pair 0 extrapolated, the others interpolated (theta_j / s).
+TEST(Ggml, CrossedRampEndsFollowGgml) {
   const rope::ggml_rope_params g = ggml_yarn(8, 10, 4, 1000000000);
   const rope::frequencies f = rope::ggml_frequencies(g);
   EXPECT_EQ(f.description, "ggml:base=10,freq_scale=0.25,ext_factor=1,ramp=[26,7]");
@@ -1908,6 +1927,15 @@ TEST(Ggml, CrossedRampEndsExtrapolateEveryPair) {
       rope::compute_frequencies(spec(8, 10), rope::scaling::yarn_scaling(4, 1000000000))
           .frequencies;
   EXPECT_NE(hf.inv_freq, f.inv_freq);
+
+  const rope::frequencies low = rope::ggml_frequencies(ggml_yarn(8, 10, 4, 1));
+  EXPECT_EQ(low.description, "ggml:base=10,freq_scale=0.25,ext_factor=1,ramp=[0,-3]");
+  EXPECT_LE(ulps_off(low.inv_freq[0], theta[0]), kMaxUlps);
+  for (std::size_t j = 1; j < 4; ++j)
+    EXPECT_LE(ulps_off(low.inv_freq[j], theta[j] / 4), kMaxUlps) << j;
+  const rope::frequencies hf_low =
+      rope::compute_frequencies(spec(8, 10), rope::scaling::yarn_scaling(4, 1)).frequencies;
+  EXPECT_NE(hf_low.inv_freq, low.inv_freq);
 }
 
 // Rotated by rope::apply (float, 96 of 128 dims, both layouts: GGUF Llama is interleaved, NeoX

@@ -9,7 +9,7 @@
 //   p.ext_factor = 1;               // yarn (llama.cpp's default for rope.scaling.type yarn)
 //   p.n_ctx_orig = 32768;           // rope.scaling.original_context_length
 //   const rope::frequencies f = rope::ggml_frequencies(p);                      // cold path
-//   auto tab = rope::table_cache::global().get<float>(f, rope::layout::interleaved, n_ctx);
+//   auto tab = rope::table_cache::global().get<float>(f, rope::layout::half_split, n_ctx);
 //
 // ggml rotates pair j (its element i0 = 2j) at position p by the angle
 //   theta_e = p * theta_j / f_j                      (f_j: freq_factors, else 1)
@@ -32,17 +32,18 @@
 // The differences from HF's YaRN (compute_frequencies, scaling_type::yarn) are ggml's, kept: the
 // temperature 1 + 0.1 ln(1 / freq_scale) is multiplied by attn_factor, not replaced by it, and
 // has no s <= 1 clamp; max(0.001, hi - lo) instead of HF's hi + 0.001 where hi == lo (the same
-// ramp there) and instead of a negative denominator where hi < lo (every pair then
-// extrapolated: m_j = ext_factor). With ext_factor = 1, attn_factor = 1 and no factors,
+// ramp there) and instead of a negative denominator where hi < lo (r_j then 0 for j <= lo and 1
+// above: every pair extrapolated, m_j = ext_factor, when lo is past the last pair; pair 0 alone
+// when hi < 0 = lo). With ext_factor = 1, attn_factor = 1 and no factors,
 // freq_scale = 1/s gives HF's yarn(s) frequencies and attention factor; with ext_factor = 0,
 // linear(s); Llama 3.1's band factors (as llama.cpp's converter forms them, in double) and a
 // LongRoPE list as freq_factors give HF's llama3 and longrope frequencies (tests/scaling_test.cpp,
 // Ggml.*).
 //
 // Stricter than ggml, which computes whatever it is given: ext_factor outside [0, 1] (llama.cpp's
-// context parameter -1 means "1 for yarn, else 0": resolve it first), beta_fast < beta_slow (the
-// ramp would run backwards, as refused for HF's yarn), a temperature that is not positive
-// (freq_scale >= e^10), and, with ext_factor != 0, a freq_base or beta that is not a normal
+// context parameter -1 means "1 for yarn, else 0": resolve it first) and, with ext_factor != 0,
+// beta_fast < beta_slow (the ramp would run backwards, as refused for HF's yarn), a temperature
+// that is not positive (freq_scale >= e^10), and a freq_base or beta that is not a normal
 // float32 value (the ramp's ends are formed in float32) are errors.
 //
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
