@@ -115,6 +115,12 @@ inline float ggml_corr_dim(int n_dims, std::int64_t n_ctx_orig, double beta, dou
          (2 * std::log(static_cast<float>(base)));
 }
 
+/// ggml's YaRN temperature, 1 + 0.1 ln(1 / freq_scale) (validate checks it, ggml_frequencies
+/// multiplies attn_factor by it).
+inline double ggml_temperature(double freq_scale) {
+  return 1.0 + 0.1 * std::log(1.0 / freq_scale);
+}
+
 }  // namespace detail
 
 /// Throws std::invalid_argument naming the first bad field of p (the checks at each field).
@@ -149,7 +155,7 @@ inline void validate(const ggml_rope_params& p) {
     check_float("freq_base", p.freq_base);
     check_float("beta_fast", p.beta_fast);
     check_float("beta_slow", p.beta_slow);
-    const double t = 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
+    const double t = detail::ggml_temperature(p.freq_scale);
     if (!(t > 0.0) || !std::isfinite(p.attn_factor * t))
       detail::scaling_error(
           "freq_scale", detail::format_double(p.freq_scale),
@@ -195,7 +201,7 @@ inline frequencies ggml_frequencies(const ggml_rope_params& p) {
     f.inv_freq[j] = static_cast<double>(theta * (fs * (1 - m) + m));
   }
   f.attention_factor =
-      yarn ? p.attn_factor * (1.0 + 0.1 * std::log(1.0 / p.freq_scale)) : p.attn_factor;
+      yarn ? p.attn_factor * detail::ggml_temperature(p.freq_scale) : p.attn_factor;
   f.identity = {64.0 /* method: ggml */,
                 p.freq_base,
                 p.freq_scale,
