@@ -21,6 +21,16 @@ YARN_F4 = bytes([9, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 4])
 LONGROPE_BAD_LIST = bytes([11, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 0])
 # proportional (Gemma 4), factor 1, rotated_pairs byte 17 -> 17 % (64 + 3) - 1 = 16 of 64 pairs
 PROPORTIONAL_16 = bytes([12, 5, 0, 5, 3, 1, 0, 1, 1, 1, 1, 17, 4])
+# ggml's parameters (method byte 5): n_dims = rotary_dim, freq_base = the spec's base,
+# freq_scale 1/4, ext_factor 1 (yarn), attn_factor 1, betas 32 and 1, n_ctx_orig 32768, no
+# freq_factors (with base 1e6 and 128 dims: Qwen2.5's YaRN; the ramp is [23, 40])
+GGML_YARN_F4 = bytes([5, 0, 1, 1, 5, 12, 1, 1, 0, 6, 1])
+# ggml, ext_factor 0 and freq_scale 1 with a freq_factors list of 32 entries 1 + k/64 (the
+# rope_freqs tensor of a Llama 3.1 GGUF, made up), for 64 rotated dims
+GGML_FREQ_FACTORS_32 = bytes([5, 0, 1, 0, 0, 1, 0, 0, 0, 2]) + b"".join(
+    bytes([1, 8 * k]) for k in range(32))
+# ggml with ext_factor -1 (llama.cpp's "unset", not resolved): refused naming ext_factor
+GGML_BAD_EXT = bytes([5, 0, 1, 0, 4, 1, 0, 0, 1])
 
 
 def spec(t, layout, head_dim, rot, base, rot_extra=b"", scaling=NO_SCALING):
@@ -174,6 +184,13 @@ seeds = {
     "float_half_hd128_proportional_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6,
                                                        scaling=PROPORTIONAL_16)
     + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
+    "float_half_hd128_ggml_yarn_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E6,
+                                                    scaling=GGML_YARN_F4)
+    + run(positions=[in_range(0), in_range(7), in_range(4095)], payload=ramp(3000)),
+    "bf16_inter_hd64_ggml_freq_factors_in_place": spec(BF16, INTER, 64, ROT_FULL, BASE_5E5,
+                                                       scaling=GGML_FREQ_FACTORS_32)
+    + run(entry=IN_PLACE, positions=[in_range(1), in_range(2), in_range(4000)], payload=ramp(1000)),
+    "invalid_ggml_ext_factor": spec(FLOAT, INTER, 64, ROT_FULL, BASE_1E4, scaling=GGML_BAD_EXT),
     "float_slots_decode_int32": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(entry=SLOTS, tokens=4, qh=1, kh=2,
           positions=[in_range(10), in_range(200), in_range(7), in_range(4000)],
