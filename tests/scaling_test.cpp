@@ -2007,6 +2007,12 @@ TEST(Ggml, EveryBadParameterIsAnErrorNamingIt) {
   g = good;
   g.freq_scale = 1e5;  // the temperature 1 + 0.1 ln(1e-5) < 0
   expect(g, "freq_scale");
+  g = good;
+  g.freq_scale = 200;  // the temperature 0.47: attn_factor times it rounds to 0
+  g.attn_factor = std::numeric_limits<double>::denorm_min();
+  expect(g, "freq_scale");
+  g.freq_scale = 100;  // 0.539: rounds to denorm_min, a positive A (the table decides on it)
+  EXPECT_NO_THROW((void)rope::ggml_frequencies(g));
   for (double v : {-1.0, 1.5, std::nan("")}) {
     g = good;
     g.ext_factor = v;

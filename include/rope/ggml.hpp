@@ -43,8 +43,9 @@
 // Stricter than ggml, which computes whatever it is given: ext_factor outside [0, 1] (llama.cpp's
 // context parameter -1 means "1 for yarn, else 0": resolve it first) and, with ext_factor != 0,
 // beta_fast < beta_slow (the ramp would run backwards, as refused for HF's yarn), a temperature
-// that is not positive (freq_scale >= e^10), and a freq_base or beta that is not a normal
-// float32 value (the ramp's ends are formed in float32) are errors.
+// that is not positive (freq_scale >= e^10) or that times attn_factor rounds to 0 or overflows,
+// and a freq_base or beta that is not a normal float32 value (the ramp's ends are formed in
+// float32) are errors.
 //
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
 // q/k permutation) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
@@ -156,7 +157,8 @@ inline void validate(const ggml_rope_params& p) {
     check_float("beta_fast", p.beta_fast);
     check_float("beta_slow", p.beta_slow);
     const double t = detail::ggml_temperature(p.freq_scale);
-    if (!(t > 0.0) || !std::isfinite(p.attn_factor * t))
+    const double a = p.attn_factor * t;  // 0 when t is tiny and attn_factor subnormal
+    if (!(t > 0.0) || !(a > 0.0) || !std::isfinite(a))
       detail::scaling_error(
           "freq_scale", detail::format_double(p.freq_scale),
           "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " + detail::format_double(t) +

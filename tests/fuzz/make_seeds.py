@@ -14,7 +14,7 @@ OUT_OF_PLACE, IN_PLACE, QK, VECTOR, SLOTS, QK_SLOTS, MROPE, SHIFT = 0, 3, 5, 7, 
 PACKED, PADDED, HEAD_MAJOR, OVERLAP = 0, 3, 5, 6
 
 
-NO_SCALING = bytes([0, 0])  # scaling type byte (< 6: none), sequence-length byte
+NO_SCALING = bytes([0, 0])  # scaling method byte (< 5: none; 5: ggml), sequence-length byte
 # YaRN factor 4, M 4096, M0 512, default betas, truncate; sequence length 5000
 YARN_F4 = bytes([9, 5, 12, 5, 3, 1, 0, 1, 1, 1, 1, 4])
 # LongRoPE whose short_factor list has rotary_dim/2 + 1 entries: refused, naming the key
@@ -25,10 +25,15 @@ PROPORTIONAL_16 = bytes([12, 5, 0, 5, 3, 1, 0, 1, 1, 1, 1, 17, 4])
 # freq_scale 1/4, ext_factor 1 (yarn), attn_factor 1, betas 32 and 1, n_ctx_orig 32768, no
 # freq_factors (with base 1e6 and 128 dims: Qwen2.5's YaRN; the ramp is [23, 40])
 GGML_YARN_F4 = bytes([5, 0, 1, 1, 5, 12, 1, 1, 0, 6, 1])
-# ggml, ext_factor 0 and freq_scale 1 with a freq_factors list of 32 entries 1 + k/64 (the
+# ggml, ext_factor 0 and freq_scale 1 with a freq_factors list of 32 entries 1 + k/8 (the
 # rope_freqs tensor of a Llama 3.1 GGUF, made up), for 64 rotated dims
 GGML_FREQ_FACTORS_32 = bytes([5, 0, 1, 0, 0, 1, 0, 0, 0, 2]) + b"".join(
     bytes([1, 8 * k]) for k in range(32))
+# ggml, ext_factor 1, attn_factor 1 / DBL_MAX (subnormal) and freq_scale 1 / x, x 6 ulps above
+# the double nearest e^-10: the temperature is 2^-53 and attn_factor times it rounds to 0, which
+# validate must refuse (it accepted it once: the table's check refused A = 0 later)
+GGML_TINY_ATTENTION = (bytes([5, 0, 1, 1, 4]) + struct.pack("<d", 4.5399929762484895e-05)
+                       + bytes([1, 0, 4]) + struct.pack("<d", 1.7976931348623157e308) + bytes([0, 5, 1]))
 # ggml with ext_factor -1 (llama.cpp's "unset", not resolved): refused naming ext_factor
 GGML_BAD_EXT = bytes([5, 0, 1, 0, 4, 1, 0, 0, 1])
 
@@ -191,6 +196,8 @@ seeds = {
                                                        scaling=GGML_FREQ_FACTORS_32)
     + run(entry=IN_PLACE, positions=[in_range(1), in_range(2), in_range(4000)], payload=ramp(1000)),
     "invalid_ggml_ext_factor": spec(FLOAT, INTER, 64, ROT_FULL, BASE_1E4, scaling=GGML_BAD_EXT),
+    "invalid_ggml_attention_rounds_to_zero": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4,
+                                                  scaling=GGML_TINY_ATTENTION),
     "float_slots_decode_int32": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(entry=SLOTS, tokens=4, qh=1, kh=2,
           positions=[in_range(10), in_range(200), in_range(7), in_range(4000)],
