@@ -157,8 +157,9 @@ inline void validate(const ggml_rope_params& p) {
     check_float("beta_fast", p.beta_fast);
     check_float("beta_slow", p.beta_slow);
     const double t = detail::ggml_temperature(p.freq_scale);
-    const double a = p.attn_factor * t;  // 0 when t is tiny and attn_factor subnormal
-    if (!(t > 0.0) || !(a > 0.0) || !std::isfinite(a))
+    // attn_factor > 0 here: a <= 0 when t <= 0, and 0 when t is tiny and attn_factor subnormal.
+    const double a = p.attn_factor * t;
+    if (!(a > 0.0) || !std::isfinite(a))
       detail::scaling_error(
           "freq_scale", detail::format_double(p.freq_scale),
           "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " + detail::format_double(t) +

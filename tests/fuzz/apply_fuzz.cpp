@@ -1607,18 +1607,12 @@ void dispatch(std::size_t type_index, reader& in, const rope::spec& s, const rop
 
 double decode_scaling_number(reader& in) {
   switch (in.u8() % 12) {
-    case 0:
-      return 0.0;
-    case 1:
-      return -1.5;
-    case 2:
-      return std::numeric_limits<double>::quiet_NaN();
-    case 3:
-      return std::numeric_limits<double>::infinity();
-    case 4:
-      return in.raw<double>();  // any bit pattern
-    default:
-      return 1.0 + static_cast<double>(in.u8() % 64) / 4.0;
+    case 0: return 0.0;
+    case 1: return -1.5;
+    case 2: return std::numeric_limits<double>::quiet_NaN();
+    case 3: return std::numeric_limits<double>::infinity();
+    case 4: return in.raw<double>();  // any bit pattern
+    default: return 1.0 + static_cast<double>(in.u8() % 64) / 4.0;
   }
 }
 
@@ -1741,7 +1735,7 @@ bool ggml_params_valid(const rope::ggml_rope_params& p) {
 #if ROPE_HAS_EXCEPTIONS  // without exceptions the target does not call ggml_frequencies
 // What every accepted parameter set must give: n_dims / 2 frequencies, each between the
 // interpolated theta_j / f_j * freq_scale and the extrapolated theta_j / f_j (yarn's blend of
-// the two; with ext_factor 0 the first), within one rounding; the attention factor attn_factor,
+// the two; with ext_factor 0 the first), to within an ulp; the attention factor attn_factor,
 // times 1 + 0.1 ln(1 / freq_scale) with ext_factor != 0.
 void check_ggml_frequencies(const rope::ggml_rope_params& p, const rope::frequencies& f) {
   using ld = long double;
