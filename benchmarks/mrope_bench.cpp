@@ -3,8 +3,10 @@
 //  - BM_Apply: rope::apply at the temporal positions (the baseline);
 //  - BM_MropeText: apply_mrope with three equal positions per token (text): rope::apply's
 //    kernels, plus the check of the three streams;
-//  - BM_MropeImage: apply_mrope on an image's tokens (frame, row, column differ): rows gathered
-//    from three table rows and rotated by the scalar kernel.
+//  - BM_MropeImage: apply_mrope on an image's tokens (frame, row, column differ): each token's
+//    row gathered from three table rows (three ranges copied), then rope::apply's kernels;
+//  - BM_MropeImageInterleaved: the same with Qwen3-VL's interleaved sections (24, 20, 20): the
+//    row gathered entry by entry.
 //
 //   mrope_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
 #include <benchmark/benchmark.h>
@@ -20,6 +22,7 @@ namespace {
 constexpr int kDim = 128;
 constexpr int kHeads = 32;
 const rope::mrope_sections kSections{16, 24, 24, false};
+const rope::mrope_sections kInterleavedSections{24, 20, 20, true};
 
 struct rows {
   std::vector<float> x;
@@ -55,13 +58,12 @@ void BM_Apply(benchmark::State& state) {
                           static_cast<std::int64_t>(sizeof(float)));
 }
 
-void mrope(benchmark::State& state, bool image) {
+void mrope(benchmark::State& state, bool image, const rope::mrope_sections& sec = kSections) {
   const std::int64_t n = state.range(0);
   rows r(n, image);
   const std::int64_t* p = r.pos.data();
   for (auto _ : state) {
-    rope::status st =
-        rope::apply_mrope<float, kDim>(*r.tab, kSections, r.view(n), p, p + n, p + 2 * n);
+    rope::status st = rope::apply_mrope<float, kDim>(*r.tab, sec, r.view(n), p, p + n, p + 2 * n);
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
@@ -74,10 +76,14 @@ void BM_MropeText(benchmark::State& state) {
 void BM_MropeImage(benchmark::State& state) {
   mrope(state, true);
 }
+void BM_MropeImageInterleaved(benchmark::State& state) {
+  mrope(state, true, kInterleavedSections);
+}
 
 BENCHMARK(BM_Apply)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeText)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeImage)->ArgName("tokens")->Arg(1)->Arg(512);
+BENCHMARK(BM_MropeImageInterleaved)->ArgName("tokens")->Arg(512);
 
 }  // namespace
 

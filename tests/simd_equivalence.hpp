@@ -341,6 +341,121 @@ void check_prefetching_jobs() {
   check_prefetching_jobs<K, 128, double>();
 }
 
+// M-RoPE's image and video tokens (rope/mrope.hpp): jobs whose rows are gathered per token from
+// the rows of three positions (rope::detail::gathered_tokens) run on kernels K and on the scalar
+// kernels, every byte compared as check_case does. Sections: Qwen2-VL's consecutive ones and
+// Qwen3-VL's interleaved ones at d = 128, a vision encoder's {0, 20, 20} (no temporal pair) at
+// d = 80, and odd counts at d = 40 in a head of 48 (copied tail out of place).
+template <class K, std::size_t Dim, class TIn, class TOut>
+ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TIn>>& tab,
+                                       const rope::mrope_sections& sec, int head_dim, bool in_place,
+                                       rope::direction dir, rope::rounding rnd,
+                                       std::uint64_t seed) {
+  using Real = rope::compute_type_t<TIn>;
+  const int tokens = 6, heads = 3;
+  const std::ptrdiff_t hs = head_dim + 1, ts = heads * hs + 2;
+  const std::size_t n = static_cast<std::size_t>(tokens * ts);
+  const auto d = static_cast<std::size_t>(tab.rotary_dim());
+  std::mt19937_64 gen(seed);
+  std::vector<std::int64_t> pos(3 * static_cast<std::size_t>(tokens));
+  for (auto& p : pos)
+    p = static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(tab.length()));
+  const std::int64_t* streams[3] = {pos.data(), pos.data() + tokens, pos.data() + 2 * tokens};
+  std::vector<unsigned char> entry_stream(d);
+  std::vector<Real> scratch(4 * d);
+  const auto g = rope::detail::gather_streams(sec, tab.layout(), d, streams, entry_stream.data(),
+                                              scratch.data());
+  guarded<TIn> in_a(n, 1), in_b(n, 1);
+  guarded<TOut> out_a(n, 3), out_b(n, 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    const TIn v = random_value<TIn>(gen);
+    std::memcpy(in_a.data() + i, &v, sizeof v);
+    std::memcpy(in_b.data() + i, &v, sizeof v);
+  }
+  const std::vector<unsigned char> in_initial = in_b.bytes;
+  auto job_for = [&](guarded<TIn>& in, guarded<TOut>& out) {
+    TOut* o = in_place ? reinterpret_cast<TOut*>(in.data()) : out.data();
+    const auto T = static_cast<std::size_t>(ts), H = static_cast<std::size_t>(hs);
+    return rope::detail::job<TIn, TOut, std::remove_const_t<decltype(g)>>{
+        in.data(),
+        o,
+        static_cast<std::size_t>(tokens),
+        static_cast<std::size_t>(heads),
+        T,
+        H,
+        T,
+        H,
+        static_cast<std::size_t>(head_dim),
+        &g,
+        !in_place};
+  };
+  rope::detail::run_with<rope::detail::scalar_kernels, Dim>(tab, job_for(in_a, out_a), dir, rnd);
+  rope::detail::run_with<K, Dim>(tab, job_for(in_b, out_b), dir, rnd);
+  const std::string what =
+      std::string(rope::to_string(K::id)) + " M-RoPE gathered D=" + std::to_string(head_dim) +
+      " d=" + std::to_string(d) + " " + rope::to_string(tab.layout()) +
+      (sec.interleaved ? " interleaved" : "") + (in_place ? " in place" : " out of place") +
+      (dir == rope::direction::inverse ? " inverse" : " forward") +
+      (rnd == rope::rounding::fast ? " fast" : "") +
+      (tab.mode() == rope::table_mode::compact ? " compact" : " dense") +
+      " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) + "B out " +
+      std::to_string(sizeof(TOut)) + "B";
+  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
+  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
+  if (!in_place) {
+    ASSERT_EQ(0, std::memcmp(in_b.bytes.data(), in_initial.data(), in_initial.size()))
+        << what << ": input changed";
+  }
+}
+
+template <class K, std::size_t Dim, class TIn, class TOut>
+void check_gathered_modes(const tables& tabs, const rope::mrope_sections& sec, int head_dim,
+                          std::uint64_t& seed) {
+  using Real = rope::compute_type_t<TIn>;
+  constexpr bool two_roundings = rope::detail::precise_store<Real, TOut>();
+  for (bool compact : {false, true})
+    for (rope::direction dir : {rope::direction::forward, rope::direction::inverse})
+      for (rope::rounding rnd : {rope::rounding::accurate, rope::rounding::fast}) {
+        if (rnd == rope::rounding::fast && !two_roundings) continue;
+        const rope::table<Real>& tab = tabs.get<Real>(compact);
+        check_gathered_case<K, Dim, TIn, TOut>(tab, sec, head_dim, false, dir, rnd, ++seed);
+        if constexpr (std::is_same<TIn, TOut>::value)
+          check_gathered_case<K, Dim, TIn, TOut>(tab, sec, head_dim, true, dir, rnd, ++seed);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+template <class K>
+void check_gathered_rows() {
+  struct model {
+    int head_dim, rotary_dim;
+    rope::mrope_sections sec;
+  };
+  const model models[] = {{128, 128, {16, 24, 24, false}},
+                          {128, 128, {24, 20, 20, true}},
+                          {80, 80, {0, 20, 20, false}},
+                          {48, 40, {4, 7, 9, false}},
+                          {48, 40, {8, 6, 6, true}}};
+  std::uint64_t seed = 500;
+  for (const model& m : models)
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+      const tables tabs(rope::make_spec(m.head_dim, m.rotary_dim, 1e6, l));
+      check_gathered_modes<K, rope::dynamic, float, float>(tabs, m.sec, m.head_dim, seed);
+      check_gathered_modes<K, rope::dynamic, double, double>(tabs, m.sec, m.head_dim, seed);
+      check_gathered_modes<K, rope::dynamic, rope::float16, rope::float16>(tabs, m.sec, m.head_dim,
+                                                                           seed);
+      check_gathered_modes<K, rope::dynamic, rope::bfloat16, rope::bfloat16>(tabs, m.sec,
+                                                                             m.head_dim, seed);
+      check_gathered_modes<K, rope::dynamic, float, rope::bfloat16>(tabs, m.sec, m.head_dim, seed);
+      if (m.rotary_dim == 128) {
+        check_gathered_modes<K, 128, float, float>(tabs, m.sec, m.head_dim, seed);
+        check_gathered_modes<K, 128, rope::bfloat16, rope::bfloat16>(tabs, m.sec, m.head_dim, seed);
+        check_gathered_modes<K, 128, float, rope::float16>(tabs, m.sec, m.head_dim, seed);
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 }  // namespace rope_test
 
 // Skips the test, naming the path, where this CPU or build cannot run it.

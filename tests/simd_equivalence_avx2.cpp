@@ -14,4 +14,8 @@ TEST(SimdAvx2, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
   ROPE_SKIP_UNLESS(rope::isa::avx2);
   rope_test::check_prefetching_jobs<rope::detail::avx2_kernels>();
 }
+TEST(SimdAvx2, BitwiseEqualsScalarMropeGatheredRows) {
+  ROPE_SKIP_UNLESS(rope::isa::avx2);
+  rope_test::check_gathered_rows<rope::detail::avx2_kernels>();
+}
 #endif

@@ -15,4 +15,8 @@ TEST(SimdAvx512, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
   ROPE_SKIP_UNLESS(rope::isa::avx512);
   rope_test::check_prefetching_jobs<rope::detail::avx512_kernels>();
 }
+TEST(SimdAvx512, BitwiseEqualsScalarMropeGatheredRows) {
+  ROPE_SKIP_UNLESS(rope::isa::avx512);
+  rope_test::check_gathered_rows<rope::detail::avx512_kernels>();
+}
 #endif

@@ -11,6 +11,9 @@ TEST(SimdNeon, BitwiseEqualsScalarCompileTimeDims) {
 TEST(SimdNeon, BitwiseEqualsScalarPrefetchingHalfSplitJobs) {
   rope_test::check_prefetching_jobs<rope::detail::neon_kernels>();
 }
+TEST(SimdNeon, BitwiseEqualsScalarMropeGatheredRows) {
+  rope_test::check_gathered_rows<rope::detail::neon_kernels>();
+}
 #else
 TEST(SimdNeon, BitwiseEqualsScalarEveryHeadDimOffsetTypeLayout) {
   GTEST_SKIP() << "NEON kernels exist only in AArch64 builds (run under qemu-aarch64 in CI)";

@@ -14,9 +14,10 @@
 // stream i % 3: the same pairs in its half_split layout.) A token whose three positions are
 // equal (every text token) is rotated exactly as rope::apply rotates it at that position, bit
 // for bit; runs of such tokens go through rope::apply's kernels (SIMD, at its speed). Tokens
-// with different positions (image and video tokens) go through the scalar kernel with a row
-// gathered from the three positions' table rows: the same arithmetic, the same accuracy
-// contract (README "Accuracy contract"), at the scalar kernel's speed.
+// with different positions (image and video tokens) go through the same kernels with a row
+// gathered per token from the three positions' table rows (each entry the value rope::apply
+// uses at its stream's position): each pair is rope::apply's result at its stream's position,
+// bit for bit, on every path, at 1.04-1.11x the time of text tokens (benchmarks/mrope_bench).
 //
 // rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
 // shift of M-RoPE keys is rope::shift_positions with any one stream's positions: a shift by
@@ -29,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "rope/apply.hpp"
@@ -41,81 +43,66 @@ ROPE_BEGIN_NAMESPACE
 
 namespace detail {
 
-/// Tokens [t0, t1) of a validated job whose positions differ between streams: per token, the
-/// row is gathered pair by pair from the three positions' rows, then every head is rotated by
-/// the scalar kernel (rope/arch/scalar.hpp), as rope::apply's scalar path rotates a row.
-template <std::size_t Dim, layout L, bool Inverse, bool Correct, class Real, class TIn, class TOut,
-          class Pos>
-void mrope_gathered(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
-                    const Pos* const streams[3], const mrope_sections& sec, std::size_t t0,
-                    std::size_t t1) noexcept {
-  const std::size_t d = Dim ? Dim : static_cast<std::size_t>(tab.rotary_dim());
-  const std::size_t m = L == layout::interleaved ? d : d / 2;
-  constexpr bool P = precise_store<Real, TOut>() && Correct;
-  constexpr std::size_t parts = P ? 4 : 2;
-  constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
-  // Each row entry's stream, once per call (an entry per element interleaved, per pair
-  // half-split). The three rows are read one after the other through one scratch row (a
-  // compact table forms them there; a dense one returns pointers into itself): with a run-time
-  // dim the stack holds two rows of 16 KB, not four.
-  unsigned char entry_stream[cap];
-  for (std::size_t i = 0; i < m; ++i)
-    entry_stream[i] =
-        static_cast<unsigned char>(mrope_stream(sec, L == layout::interleaved ? i / 2 : i));
-  alignas(64) Real scratch[parts * cap];
-  alignas(64) Real gathered[parts * cap];
-  const row_ptrs<Real> row{gathered, gathered + m, P ? gathered + 2 * m : nullptr,
-                           P ? gathered + 3 * m : nullptr};
-  for (std::size_t t = t0; t < t1; ++t) {
-    for (unsigned char k = 0; k < 3; ++k) {
-      const row_ptrs<Real> src =
-          fetch_row<P>(tab, static_cast<std::int64_t>(streams[k][t]), scratch, m);
-      for (std::size_t i = 0; i < m; ++i) {
-        if (entry_stream[i] != k) continue;
-        gathered[i] = src.c[i];
-        gathered[m + i] = src.s[i];
-        if constexpr (P) {
-          gathered[2 * m + i] = src.c_lo[i];
-          gathered[3 * m + i] = src.s_lo[i];
-        }
-      }
-    }
-    for (std::size_t h = 0; h < jb.n_heads; ++h) {
-      const TIn* in = jb.in + t * jb.in_token_stride + h * jb.in_head_stride;
-      TOut* out = jb.out + t * jb.out_token_stride + h * jb.out_head_stride;
-      if constexpr (std::is_same<TIn, TOut>::value) {
-        // In place: one pointer twice, so the compiler vectorizes with no alias check (as
-        // arch::scalar::run).
-        if (static_cast<const void*>(in) == static_cast<const void*>(out)) {
-          arch::scalar::rotate_row<Dim, L, Inverse, Correct>(out, out, row, d);
-          continue;
-        }
-      }
-      arch::scalar::rotate_row<Dim, L, Inverse, Correct>(in, out, row, d);
-      if (jb.copy_tail) copy_tail(in, out, d, jb.head_dim);
-    }
+/// The "positions" of a job of tokens whose three positions differ (image and video tokens):
+/// the three streams from the job's first token on, and which stream each row entry takes.
+/// rope::detail::token_rows forms token t's row from its three positions' rows, and every
+/// path's kernels (rope::apply's: SIMD, row held in registers) rotate the token's heads with it.
+template <class Real, class Pos>
+struct gathered_tokens {
+  const Pos* streams[3];
+  // Consecutive sections (Qwen2-VL, Qwen2.5-VL): stream k's row entries are [first[k],
+  // first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL): entry i takes
+  // stream entry_stream[i].
+  std::size_t first[4];
+  const unsigned char* entry_stream;  // null for consecutive sections
+  Real* scratch;                      // a row with its low parts, for a compact table's rows
+};
+
+/// Copies entries [from, to) of each of the row's parts into out (parts of m entries each).
+template <bool Precise, class Real>
+ROPE_ALWAYS_INLINE void copy_entries(const row_ptrs<Real>& src, Real* out, std::size_t m,
+                                     std::size_t from, std::size_t to) noexcept {
+  const std::size_t n = (to - from) * sizeof(Real);
+  std::memcpy(out + from, src.c + from, n);
+  std::memcpy(out + m + from, src.s + from, n);
+  if constexpr (Precise) {
+    std::memcpy(out + 2 * m + from, src.c_lo + from, n);
+    std::memcpy(out + 3 * m + from, src.s_lo + from, n);
   }
 }
 
-/// mrope_gathered with the layout, direction and rounding turned into template arguments. Out
-/// of line: its rows on the stack (32 KB with a run-time dim) stay off the text tokens' path.
-template <std::size_t Dim, bool Correct, class Real, class TIn, class TOut, class Pos>
-ROPE_NOINLINE void mrope_gathered_as(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
-                                     const Pos* const streams[3], const mrope_sections& sec,
-                                     std::size_t t0, std::size_t t1, direction dir) noexcept {
-  const bool inv = dir == direction::inverse;
-  if (tab.layout() == layout::interleaved) {
-    if (inv)
-      mrope_gathered<Dim, layout::interleaved, true, Correct>(tab, jb, streams, sec, t0, t1);
-    else
-      mrope_gathered<Dim, layout::interleaved, false, Correct>(tab, jb, streams, sec, t0, t1);
-  } else {
-    if (inv)
-      mrope_gathered<Dim, layout::half_split, true, Correct>(tab, jb, streams, sec, t0, t1);
-    else
-      mrope_gathered<Dim, layout::half_split, false, Correct>(tab, jb, streams, sec, t0, t1);
+template <class Real, class Pos>
+struct token_rows<gathered_tokens<Real, Pos>> {
+  /// Token t's row in out (C, S and, Precise, their low parts: m entries each), every entry
+  /// from its stream's row: the values rope::apply would use at that stream's position, so
+  /// each pair's result is rope::apply's at its stream's position, bit for bit.
+  template <bool Precise>
+  static row_ptrs<Real> fetch(const table<Real>& tab, const gathered_tokens<Real, Pos>* g,
+                              std::size_t t, Real* out, std::size_t m) noexcept {
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!g->entry_stream && g->first[k] == g->first[k + 1]) continue;
+      const row_ptrs<Real> src =
+          fetch_row<Precise>(tab, static_cast<std::int64_t>(g->streams[k][t]), g->scratch, m);
+      if (!g->entry_stream) {
+        copy_entries<Precise>(src, out, m, g->first[k], g->first[k + 1]);
+      } else if (k == 0) {
+        copy_entries<Precise>(src, out, m, 0, m);  // then streams 1 and 2 over their entries
+      } else {
+        const unsigned char* e = g->entry_stream;
+        const unsigned char kk = static_cast<unsigned char>(k);
+        for (std::size_t i = 0; i < m; ++i) {
+          out[i] = e[i] == kk ? src.c[i] : out[i];
+          out[m + i] = e[i] == kk ? src.s[i] : out[m + i];
+          if constexpr (Precise) {
+            out[2 * m + i] = e[i] == kk ? src.c_lo[i] : out[2 * m + i];
+            out[3 * m + i] = e[i] == kk ? src.s_lo[i] : out[3 * m + i];
+          }
+        }
+      }
+    }
+    return {out, out + m, Precise ? out + 2 * m : nullptr, Precise ? out + 3 * m : nullptr};
   }
-}
+};
 
 /// The job's tokens [t0, t1) as a job of their own (positions: the temporal stream's).
 template <class TIn, class TOut, class Pos>
@@ -127,6 +114,52 @@ job<TIn, TOut, Pos> sub_job(const job<TIn, TOut, Pos>& jb, std::size_t t0,
   sub.n_tokens = t1 - t0;
   sub.positions = jb.positions + t0;
   return sub;
+}
+
+/// The gathered_tokens of streams (each from the job's first token) under sections sec, for a
+/// table of layout l and rotary dim d. entry_stream: room for d entries; scratch: for a row,
+/// 2 * d values (4 * d where the kernels read low parts: precise_store).
+template <class Real, class Pos>
+gathered_tokens<Real, Pos> gather_streams(const mrope_sections& sec, layout l, std::size_t d,
+                                          const Pos* const streams[3], unsigned char* entry_stream,
+                                          Real* scratch) noexcept {
+  const bool per_element = l == layout::interleaved;
+  const std::size_t m = per_element ? d : d / 2;  // entries per part of a row
+  gathered_tokens<Real, Pos> g{
+      {streams[0], streams[1], streams[2]}, {0, 0, 0, m}, nullptr, scratch};
+  if (sec.interleaved) {
+    for (std::size_t i = 0; i < m; ++i)
+      entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
+    g.entry_stream = entry_stream;
+  } else {
+    const std::size_t per_pair = per_element ? 2 : 1;
+    g.first[1] = per_pair * static_cast<std::size_t>(sec.temporal);
+    g.first[2] = g.first[1] + per_pair * static_cast<std::size_t>(sec.height);
+  }
+  return g;
+}
+
+/// Tokens [t0, t1) of a validated job whose positions differ between streams, on rope::apply's
+/// kernels with rows gathered by token_rows. Out of line: its scratch row and entry streams
+/// (17 KB with a run-time dim) stay off the text tokens' path.
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+ROPE_NOINLINE void run_gathered(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
+                                const Pos* const streams[3], const mrope_sections& sec,
+                                std::size_t t0, std::size_t t1, direction dir,
+                                rounding rnd) noexcept {
+  constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
+  alignas(64) Real scratch[(precise_store<Real, TOut>() ? 4 : 2) * cap];
+  unsigned char entry_stream[cap];
+  const Pos* const from_t0[3] = {streams[0] + t0, streams[1] + t0, streams[2] + t0};
+  const gathered_tokens<Real, Pos> g =
+      gather_streams(sec, tab.layout(), static_cast<std::size_t>(tab.rotary_dim()), from_t0,
+                     entry_stream, scratch);
+  const job<TIn, TOut, Pos> sub = sub_job(jb, t0, t1);
+  run<Dim>(tab,
+           job<TIn, TOut, gathered_tokens<Real, Pos>>{
+               sub.in, sub.out, sub.n_tokens, sub.n_heads, sub.in_token_stride, sub.in_head_stride,
+               sub.out_token_stride, sub.out_head_stride, sub.head_dim, &g, sub.copy_tail},
+           dir, rnd);
 }
 
 /// Runs a validated job: runs of tokens whose three positions agree through rope::apply's
@@ -145,13 +178,8 @@ void run_mrope(const table<Real>& tab, const mrope_sections& sec, const job<TIn,
     while (end < n && agree(end) == same) ++end;
     if (same) {
       run<Dim>(tab, sub_job(jb, t, end), dir, rnd);
-    } else if constexpr (precise_store<Real, TOut>()) {
-      if (rnd == rounding::fast)
-        mrope_gathered_as<Dim, false>(tab, jb, streams, sec, t, end, dir);
-      else
-        mrope_gathered_as<Dim, true>(tab, jb, streams, sec, t, end, dir);
     } else {
-      mrope_gathered_as<Dim, true>(tab, jb, streams, sec, t, end, dir);
+      run_gathered<Dim>(tab, jb, streams, sec, t, end, dir, rnd);
     }
     t = end;
   }

@@ -213,7 +213,7 @@ inline void run(const table<Real>& tab, const rope::detail::job<TIn, TOut, Pos>&
   alignas(64) Real scratch[scratch_size];
   for (std::size_t t = 0; t < jb.n_tokens; ++t) {
     const rope::detail::row_ptrs<Real> row =
-        rope::detail::fetch_row<P>(tab, static_cast<std::int64_t>(jb.positions[t]), scratch, m);
+        rope::detail::token_rows<Pos>::template fetch<P>(tab, jb.positions, t, scratch, m);
     const TIn* in_t = jb.in + t * jb.in_token_stride;
     TOut* out_t = jb.out + t * jb.out_token_stride;
     for (std::size_t h = 0; h < jb.n_heads; ++h) {

@@ -99,6 +99,20 @@ ROPE_ALWAYS_INLINE row_ptrs<Real> fetch_row(const table<Real>& tab, std::int64_t
   }
 }
 
+/// The row of token t of a job, as every path's run fetches it: the row of positions[t]. A job
+/// whose Pos is not a position type forms its rows its own way through a specialization
+/// (rope/mrope.hpp: a token's row gathered from its three positions' rows); the kernels then
+/// rotate those rows as any other.
+template <class Pos>
+struct token_rows {
+  template <bool Precise, class Real>
+  static ROPE_ALWAYS_INLINE row_ptrs<Real> fetch(const table<Real>& tab, const Pos* positions,
+                                                 std::size_t t, Real* scratch,
+                                                 std::size_t m) noexcept {
+    return fetch_row<Precise>(tab, static_cast<std::int64_t>(positions[t]), scratch, m);
+  }
+};
+
 /// Copies dims [rotary_dim, head_dim) of one row: bit for bit for the same type, converted
 /// (rounded once) between storage types.
 template <class TIn, class TOut>
@@ -218,7 +232,7 @@ inline void run(const table<Real>& tab, const detail::job<TIn, TOut, Pos>& job) 
   alignas(64) Real scratch[scratch_size];
   for (std::size_t t = 0; t < jb.n_tokens; ++t) {
     const detail::row_ptrs<Real> row =
-        detail::fetch_row<P>(tab, static_cast<std::int64_t>(jb.positions[t]), scratch, m);
+        detail::token_rows<Pos>::template fetch<P>(tab, jb.positions, t, scratch, m);
     const TIn* in_t = jb.in + t * jb.in_token_stride;
     TOut* out_t = jb.out + t * jb.out_token_stride;
     for (std::size_t h = 0; h < jb.n_heads; ++h) {
