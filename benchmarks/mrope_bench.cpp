@@ -7,6 +7,10 @@
 //    row gathered from three table rows (three ranges copied), then rope::apply's kernels;
 //  - BM_MropeImageInterleaved: the same with Qwen3-VL's interleaved sections (24, 20, 20): the
 //    row gathered entry by entry.
+// And a vision encoder's 2-D RoPE (README "Vision encoders": Qwen2-VL's ViT, heads of 80,
+// sections {0, 20, 20}) over a 32 x 32 grid of patches, [1024, 16, 80] float, half_split, in
+// place: BM_VisionApply, rope::apply at the rows' positions (the baseline), and BM_VisionRope,
+// apply_mrope with rows and columns.
 //
 //   mrope_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
 #include <benchmark/benchmark.h>
@@ -46,29 +50,32 @@ struct rows {
   }
 };
 
-void BM_Apply(benchmark::State& state) {
-  const std::int64_t n = state.range(0);
-  rows r(n, true);
+// Times call() (a rope::status) and counts `elements` floats read and written per call.
+template <class Call>
+void measure(benchmark::State& state, std::int64_t elements, const Call& call) {
   for (auto _ : state) {
-    rope::status st = rope::apply<float, kDim>(*r.tab, r.view(n), r.pos.data());
+    rope::status st = call();
     benchmark::DoNotOptimize(st);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * n * kHeads * kDim * 2 *
+  state.SetBytesProcessed(state.iterations() * elements * 2 *
                           static_cast<std::int64_t>(sizeof(float)));
+}
+
+void BM_Apply(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  rows r(n, true);
+  measure(state, n * kHeads * kDim,
+          [&] { return rope::apply<float, kDim>(*r.tab, r.view(n), r.pos.data()); });
 }
 
 void mrope(benchmark::State& state, bool image, const rope::mrope_sections& sec = kSections) {
   const std::int64_t n = state.range(0);
   rows r(n, image);
   const std::int64_t* p = r.pos.data();
-  for (auto _ : state) {
-    rope::status st = rope::apply_mrope<float, kDim>(*r.tab, sec, r.view(n), p, p + n, p + 2 * n);
-    benchmark::DoNotOptimize(st);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * n * kHeads * kDim * 2 *
-                          static_cast<std::int64_t>(sizeof(float)));
+  measure(state, n * kHeads * kDim, [&] {
+    return rope::apply_mrope<float, kDim>(*r.tab, sec, r.view(n), p, p + n, p + 2 * n);
+  });
 }
 void BM_MropeText(benchmark::State& state) {
   mrope(state, false);
@@ -80,10 +87,52 @@ void BM_MropeImageInterleaved(benchmark::State& state) {
   mrope(state, true, kInterleavedSections);
 }
 
+constexpr int kVisionDim = 80;
+constexpr int kVisionHeads = 16;
+constexpr std::int64_t kPatches = 1024;  // a 32 x 32 grid
+
+struct patches {
+  std::vector<float> x;
+  std::vector<std::int64_t> row, col;
+  std::shared_ptr<const rope::table<float>> tab;
+  patches()
+      : x(static_cast<std::size_t>(kPatches * kVisionHeads * kVisionDim), 0.5f),
+        row(static_cast<std::size_t>(kPatches)),
+        col(static_cast<std::size_t>(kPatches)),
+        tab(rope::get_table<float>(
+            rope::make_spec(kVisionDim, kVisionDim, 1e4, rope::layout::half_split), 64)) {
+    for (std::int64_t t = 0; t < kPatches; ++t) {
+      row[static_cast<std::size_t>(t)] = t / 32;
+      col[static_cast<std::size_t>(t)] = t % 32;
+    }
+  }
+  rope::heads_view<float> view() {
+    return rope::packed_heads(x.data(), kPatches, kVisionHeads, kVisionDim);
+  }
+};
+
+void vision(benchmark::State& state, bool two_d) {
+  patches p;
+  const rope::mrope_sections sec{0, kVisionDim / 4, kVisionDim / 4, false};
+  measure(state, kPatches * kVisionHeads * kVisionDim, [&] {
+    return two_d ? rope::apply_mrope<float, kVisionDim>(*p.tab, sec, p.view(), p.row.data(),
+                                                        p.row.data(), p.col.data())
+                 : rope::apply<float, kVisionDim>(*p.tab, p.view(), p.row.data());
+  });
+}
+void BM_VisionApply(benchmark::State& state) {
+  vision(state, false);
+}
+void BM_VisionRope(benchmark::State& state) {
+  vision(state, true);
+}
+
 BENCHMARK(BM_Apply)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeText)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeImage)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeImageInterleaved)->ArgName("tokens")->Arg(512);
+BENCHMARK(BM_VisionApply);
+BENCHMARK(BM_VisionRope);
 
 }  // namespace
 

@@ -25,8 +25,8 @@
 
 namespace {
 
+using rope_test::fill_twins;
 using rope_test::guarded;
-using rope_test::random_value;
 
 #if ROPE_X86
 // The direction of an out-of-place job in the x86 kernels (aliasing_back): backwards exactly
@@ -515,11 +515,7 @@ void check_dynamic_call(int D, int d, rope::layout l, bool in_place, std::size_t
   for (auto& p : pos) p = static_cast<std::int32_t>(gen() % 64);
   guarded<TIn> in_a(n, 0), in_b(n, 0);
   guarded<TOut> out_a(n, 0, phase), out_b(n, 0, phase);
-  for (std::size_t i = 0; i < n; ++i) {
-    const TIn v = random_value<TIn>(gen);
-    std::memcpy(in_a.data() + i, &v, sizeof v);
-    std::memcpy(in_b.data() + i, &v, sizeof v);
-  }
+  fill_twins(gen, in_a, in_b, n);
   const auto z = static_cast<std::size_t>(D);
   TOut* spec_out = in_place ? reinterpret_cast<TOut*>(in_a.data()) : out_a.data();
   rope::detail::run_with<rope::detail::scalar_kernels, rope::dynamic>(

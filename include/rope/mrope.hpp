@@ -17,7 +17,8 @@
 // with different positions (image and video tokens) go through the same kernels with a row
 // gathered per token from the three positions' table rows (each entry the value rope::apply
 // uses at its stream's position): each pair is rope::apply's result at its stream's position,
-// bit for bit, on every path, at 1.04-1.11x the time of text tokens (benchmarks/mrope_bench).
+// bit for bit, on every path, at 1.02-1.07x rope::apply's time (benchmarks/mrope_bench: 32
+// heads of 128; a vision encoder's 16 heads of 80, 1.33-1.39x).
 //
 // rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
 // shift of M-RoPE keys is rope::shift_positions with any one stream's positions: a shift by
@@ -141,7 +142,8 @@ gathered_tokens<Real, Pos> gather_streams(const mrope_sections& sec, layout l, s
 
 /// Tokens [t0, t1) of a validated job whose positions differ between streams, on rope::apply's
 /// kernels with rows gathered by token_rows. Out of line: its scratch row and entry streams
-/// (17 KB with a run-time dim) stay off the text tokens' path.
+/// (17 KB with a run-time dim, besides the kernel's own row of 16 KB) stay off the text
+/// tokens' path.
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
 ROPE_NOINLINE void run_gathered(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
                                 const Pos* const streams[3], const mrope_sections& sec,

@@ -54,7 +54,8 @@
 ROPE_BEGIN_NAMESPACE
 namespace detail {
 
-/// One validated call: n_tokens x n_heads rows, element strides, one position per token.
+/// One validated call: n_tokens x n_heads rows, element strides, one position per token (or,
+/// for a Pos with a token_rows specialization, what that forms each token's row from).
 template <class TIn, class TOut, class Pos>
 struct job {
   const TIn* in;
