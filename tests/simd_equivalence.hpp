@@ -95,6 +95,47 @@ void fill_twins(std::mt19937_64& gen, guarded<T>& a, guarded<T>& b, std::size_t 
   }
 }
 
+// Which of the n elements of a job's buffer belong to its rows: tokens x heads rows of head_dim
+// elements at token stride ts and head stride hs.
+inline std::vector<bool> row_elements(std::size_t n, int tokens, int heads, std::ptrdiff_t ts,
+                                      std::ptrdiff_t hs, int head_dim) {
+  std::vector<bool> is_row(n, false);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h)
+      for (int k = 0; k < head_dim; ++k)
+        is_row[static_cast<std::size_t>(t * ts + h * hs + k)] = true;
+  return is_row;
+}
+
+// After the scalar kernels ran on (in_a, out_a) and kernels K on (in_b, out_b), which held the
+// same bytes before (in_initial, out_initial): both results bitwise equal (each buffer with its
+// canaries), every byte outside the rows unchanged (canaries, padding; the runs are equal, so
+// checking b suffices), and out of place the input unchanged.
+template <class TIn, class TOut>
+void compare_runs(const guarded<TIn>& in_a, const guarded<TIn>& in_b, const guarded<TOut>& out_a,
+                  const guarded<TOut>& out_b, const std::vector<unsigned char>& in_initial,
+                  const std::vector<unsigned char>& out_initial, const std::vector<bool>& is_row,
+                  bool in_place, const std::string& what) {
+  const std::size_t n = is_row.size();
+  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
+  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
+  auto outside_unchanged = [&](const std::vector<unsigned char>& now,
+                               const std::vector<unsigned char>& before, std::size_t start,
+                               std::size_t elem) {
+    for (std::size_t b = 0; b < now.size(); ++b) {
+      const bool in_rows = b >= start && b < start + n * elem && is_row[(b - start) / elem];
+      if (!in_rows && now[b] != before[b]) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(outside_unchanged(in_b.bytes, in_initial, in_b.start, sizeof(TIn))) << what;
+  ASSERT_TRUE(outside_unchanged(out_b.bytes, out_initial, out_b.start, sizeof(TOut))) << what;
+  if (!in_place) {
+    ASSERT_EQ(0, std::memcmp(in_b.bytes.data(), in_initial.data(), in_initial.size()))
+        << what << ": input changed";
+  }
+}
+
 // Runs kernels K and the scalar kernels on identical buffers and compares every byte: the
 // rows bitwise, and every byte outside the rows unchanged (canaries, padding).
 // Out of line (ROPE_NOINLINE): inlined into check_static_dims with the kernels it runs, one
@@ -115,16 +156,13 @@ ROPE_NOINLINE void check_case(const rope::table<rope::compute_type_t<TIn>>& tab,
 
   guarded<TIn> in_a(n, s.in_offset), in_b(n, s.in_offset);
   guarded<TOut> out_a(n, s.out_offset, s.out_phase), out_b(n, s.out_offset, s.out_phase);
-  std::vector<bool> is_row(n, false);
-  for (int t = 0; t < s.tokens; ++t)
-    for (int h = 0; h < s.heads; ++h)
-      for (int k = 0; k < s.head_dim; ++k) {
-        const std::size_t i = static_cast<std::size_t>(t * ts + h * hs + k);
-        is_row[i] = true;
-        const TIn v = random_value<TIn>(gen);
-        std::memcpy(in_a.data() + i, &v, sizeof v);
-        std::memcpy(in_b.data() + i, &v, sizeof v);
-      }
+  const std::vector<bool> is_row = row_elements(n, s.tokens, s.heads, ts, hs, s.head_dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!is_row[i]) continue;
+    const TIn v = random_value<TIn>(gen);
+    std::memcpy(in_a.data() + i, &v, sizeof v);
+    std::memcpy(in_b.data() + i, &v, sizeof v);
+  }
   const std::vector<unsigned char> in_initial = in_b.bytes, out_initial = out_b.bytes;
 
   auto job_for = [&](guarded<TIn>& in, guarded<TOut>& out) {
@@ -154,24 +192,7 @@ ROPE_NOINLINE void check_case(const rope::table<rope::compute_type_t<TIn>>& tab,
       (tab.mode() == rope::table_mode::compact ? " compact" : " dense") +
       " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) + "B out " +
       std::to_string(sizeof(TOut)) + "B";
-  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
-  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
-  // Nothing outside the rows changed (both runs are equal, so checking one suffices).
-  auto outside_unchanged = [&](const std::vector<unsigned char>& now,
-                               const std::vector<unsigned char>& before, std::size_t start,
-                               std::size_t elem) {
-    for (std::size_t b = 0; b < now.size(); ++b) {
-      const bool in_rows = b >= start && b < start + n * elem && is_row[(b - start) / elem];
-      if (!in_rows && now[b] != before[b]) return false;
-    }
-    return true;
-  };
-  ASSERT_TRUE(outside_unchanged(in_b.bytes, in_initial, in_b.start, sizeof(TIn))) << what;
-  ASSERT_TRUE(outside_unchanged(out_b.bytes, out_initial, out_b.start, sizeof(TOut))) << what;
-  if (!in_place) {
-    ASSERT_EQ(0, std::memcmp(in_b.bytes.data(), in_initial.data(), in_initial.size()))
-        << what << ": input changed";
-  }
+  compare_runs(in_a, in_b, out_a, out_b, in_initial, out_initial, is_row, in_place, what);
 }
 
 // The tables of one spec: float and double, dense and compact (built once per spec).
@@ -353,9 +374,9 @@ void check_prefetching_jobs() {
 
 // M-RoPE's image and video tokens (rope/mrope.hpp): jobs whose rows are gathered per token from
 // the rows of three positions (rope::detail::gathered_tokens) run on kernels K and on the scalar
-// kernels, every byte compared as check_case does. Sections: Qwen2-VL's consecutive ones and
-// Qwen3-VL's interleaved ones at d = 128, a vision encoder's {0, 20, 20} (no temporal pair) at
-// d = 80, and odd counts at d = 40 in a head of 48 (copied tail out of place).
+// kernels, every byte compared as check_case does (compare_runs). Sections: Qwen2-VL's consecutive
+// ones and Qwen3-VL's interleaved ones at d = 128, a vision encoder's {0, 20, 20} (no temporal
+// pair) at d = 80, and odd counts at d = 40 in a head of 48 (copied tail out of place).
 template <class K, std::size_t Dim, class TIn, class TOut>
 ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TIn>>& tab,
                                        const rope::mrope_sections& sec, int head_dim, bool in_place,
@@ -381,7 +402,7 @@ ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TI
   guarded<TIn> in_a(n, 1), in_b(n, 1);
   guarded<TOut> out_a(n, 3, phase), out_b(n, 3, phase);
   fill_twins(gen, in_a, in_b, n);
-  const std::vector<unsigned char> in_initial = in_b.bytes;
+  const std::vector<unsigned char> in_initial = in_b.bytes, out_initial = out_b.bytes;
   auto job_for = [&](guarded<TIn>& in, guarded<TOut>& out) {
     TOut* o = in_place ? reinterpret_cast<TOut*>(in.data()) : out.data();
     const auto T = static_cast<std::size_t>(ts), H = static_cast<std::size_t>(hs);
@@ -409,12 +430,8 @@ ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TI
       (tab.mode() == rope::table_mode::compact ? " compact" : " dense") + " out phase " +
       std::to_string(phase) + " Dim=" + std::to_string(Dim) + " in " + std::to_string(sizeof(TIn)) +
       "B out " + std::to_string(sizeof(TOut)) + "B";
-  ASSERT_EQ(0, std::memcmp(in_a.window(), in_b.window(), in_a.window_size(n))) << what;
-  ASSERT_EQ(0, std::memcmp(out_a.window(), out_b.window(), out_a.window_size(n))) << what;
-  if (!in_place) {
-    ASSERT_EQ(0, std::memcmp(in_b.bytes.data(), in_initial.data(), in_initial.size()))
-        << what << ": input changed";
-  }
+  compare_runs(in_a, in_b, out_a, out_b, in_initial, out_initial,
+               row_elements(n, tokens, heads, ts, hs, head_dim), in_place, what);
 }
 
 template <class K, std::size_t Dim, class TIn, class TOut>

@@ -18,7 +18,7 @@
 // gathered per token from the three positions' table rows (each entry the value rope::apply
 // uses at its stream's position): each pair is rope::apply's result at its stream's position,
 // bit for bit, on every path, at 1.02-1.07x rope::apply's time (benchmarks/mrope_bench: 32
-// heads of 128; a vision encoder's 16 heads of 80, 1.33-1.39x).
+// heads of 128; a vision encoder's 16 heads of 80, 1.14-1.32x).
 //
 // rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
 // shift of M-RoPE keys is rope::shift_positions with any one stream's positions: a shift by
