@@ -17,7 +17,7 @@
 // with different positions (image and video tokens) go through the same kernels with a row
 // gathered per token from the three positions' table rows (each entry the value rope::apply
 // uses at its stream's position): each pair is rope::apply's result at its stream's position,
-// bit for bit, on every path, at 1.02-1.07x rope::apply's time (benchmarks/mrope_bench: 32
+// bit for bit, on every path, at 1.02-1.17x rope::apply's time (benchmarks/mrope_bench: 32
 // heads of 128; a vision encoder's 16 heads of 80, 1.14-1.32x).
 //
 // rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
