@@ -8,9 +8,11 @@
 #include <random>
 #include <rope/scaling.hpp>
 #include <rope/table.hpp>
+#include <utility>
 #include <vector>
 
 #include "oracle.hpp"
+#include "test_scale.hpp"
 
 namespace {
 
@@ -69,6 +71,63 @@ TEST(Table, FloatEntriesWithinOneUnitUpTo2To24) {
       auto dense = rope::table<float>::build(rope::default_frequencies(sp), l, 1 << 15, rope::table_mode::dense);
       EXPECT_LE(max_entry_error(*dense, w, 1, sampled_positions(1 << 15)), 1.0L) << "dense base " << base;
     }
+}
+
+// testing.md's numeric test 1 at every position below 2^24, not a sample of them: a compact
+// float table (a dense one would take gigabytes) at rotary dim 8, whose four pairs run w_j from 1
+// down to 1e-3 (base 1e4, half-split) and to 5.6e-6 (base 1e7, interleaved). The reference, per
+// pair: every 4096th position directly (the angle p w_j in long double less the nearest multiple
+// of 2 pi in long double, error below 2^-38 rad, then double cos and sin), the positions between
+// by a long double rotation by w_j (4096 steps add below 2^-50). ROPE_TEST_SCALE=quick (qemu,
+// where long double is emulated) stops at 2^20.
+TEST(Table, FloatEntriesWithinOneUnitAtEveryPositionBelow2To24) {
+  const std::int64_t n = std::int64_t{1} << (rope_test::quick_scale() ? 20 : 24);
+  const ld two_pi = 6.283185307179586476925286766559005768L;
+  for (const auto& c : {std::make_pair(1e4, rope::layout::half_split),
+                        std::make_pair(1e7, rope::layout::interleaved)}) {
+    const double base = c.first;
+    const rope::layout l = c.second;
+    const bool inter = l == rope::layout::interleaved;
+    const auto w = oracle::inv_freq(base, 8);
+    auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(8, 8, base, l)), l,
+                                         n, rope::table_mode::compact);
+    ASSERT_EQ(tab->mode(), rope::table_mode::compact);
+    const std::size_t m = tab->row_width();
+    std::vector<float> scratch(2 * m);
+    ld ref_c[4] = {}, ref_s[4] = {}, step_c[4] = {}, step_s[4] = {};
+    for (std::size_t j = 0; j < 4; ++j) {
+      step_c[j] = std::cos(w[j]);
+      step_s[j] = std::sin(w[j]);
+    }
+    ld worst = 0;
+    std::int64_t worst_p = 0;
+    for (std::int64_t p = 0; p < n; ++p) {
+      const float* row = tab->row(p, scratch.data());
+      for (std::size_t j = 0; j < 4; ++j) {
+        if (p % 4096 == 0) {
+          ld phi = static_cast<ld>(p) * w[j];
+          phi -= two_pi * std::nearbyint(phi / two_pi);
+          ref_c[j] = std::cos(static_cast<double>(phi));
+          ref_s[j] = std::sin(static_cast<double>(phi));
+        } else {
+          const ld next_c = ref_c[j] * step_c[j] - ref_s[j] * step_s[j];
+          ref_s[j] = ref_s[j] * step_c[j] + ref_c[j] * step_s[j];
+          ref_c[j] = next_c;
+        }
+        const float got_c = inter ? row[2 * j] : row[j];
+        const float got_s = inter ? row[m + 2 * j + 1] : row[m + j];
+        const ld e = std::max(std::fabs(static_cast<ld>(got_c) - ref_c[j]),
+                              std::fabs(static_cast<ld>(got_s) - ref_s[j])) / kU;
+        if (e > worst) {
+          worst = e;
+          worst_p = p;
+        }
+      }
+    }
+    std::printf("every p < %lld, base %g, %s: worst entry error %.4Lf x 2^-24 at p = %lld\n",
+                static_cast<long long>(n), base, rope::to_string(l), worst, static_cast<long long>(worst_p));
+    EXPECT_LE(worst, 1.0L) << "base " << base << " worst at p = " << worst_p;
+  }
 }
 
 TEST(Table, PositionZeroIsExactlyCosOneSinZero) {
