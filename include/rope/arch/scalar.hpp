@@ -21,10 +21,10 @@
 // where c_lo, s_lo are the table's low parts (rope/table.hpp: c + c_lo is A cos to ~2^-48 A)
 // and fma(b, s, -p) is the product's rounding error, exactly. The float result alone is off by
 // up to ~3 * 2^-24 * r, mostly from the table entries' own rounding; that is many 16-bit ulps
-// of an output below ~2^-12 r (tests/storage_test.cpp, inputs drawn to cancel: 209 ulp fp16 ->
-// fp16, 354 float -> fp16, thousands in bf16; uniform inputs: 5 ulp fp16 -> fp16). With the
-// correction the error is at most about 2 * 2^-24 |out| + 6.4 * 2^-48 r: within half a 16-bit
-// ulp, hence at most 1 ulp after rounding, for every fp16 output of a pair with r < 2^19 (r
+// of an output below ~2^-12 r (tests/storage_test.cpp, inputs drawn to cancel: 280 ulp fp16 ->
+// fp16, 360 float -> fp16, tens of thousands in bf16; uniform inputs: 12 ulp fp16 -> fp16).
+// With the correction the error is at most about 2 * 2^-24 |out| + 6.4 * 2^-48 r: within half a
+// 16-bit ulp, hence at most 1 ulp after rounding, for every fp16 output of a pair with r < 2^19 (r
 // here the rotated pair's norm, A times the input's; fp16's spacing never drops below 2^-24,
 // and fp16 inputs stay below 2^16.5) and for every bf16 output above 2^-35 r; a bf16 output
 // below 2^-35 r is within 1 ulp + 6.4 * 2^-48 r (measured: 1 ulp down to 2^-42 r, 1 ulp +
