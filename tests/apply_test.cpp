@@ -28,7 +28,7 @@ constexpr ld kUf = 0x1p-24L;  // unit roundoff, float
 constexpr ld kUd = 0x1p-53L;  // unit roundoff, double
 constexpr std::int64_t kBig = (std::int64_t{1} << 24) + 2;  // positions up to 2^24 + 1
 
-const int kHeadDims[] = {2, 4, 6, 8, 14, 16, 30, 32, 62, 64, 66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
+using rope_test::kHeadDims;
 
 // ROPE_TEST_SCALE=quick (slow configurations: TSan, qemu) shrinks the grid: every head dim,
 // rotary dim and layout stays, with positions 0..255 (instead of 0..4095), the same 2^k - 1,

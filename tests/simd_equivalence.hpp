@@ -23,11 +23,11 @@
 
 #include <rope/rope.hpp>
 
+#include "test_scale.hpp"  // kHeadDims
+
 namespace rope_test {
 
 inline constexpr unsigned char kCanary = 0xA5;
-inline constexpr int kHeadDims[] = {2,  4,  6,  8,   14,  16,  30,  32,  62,  64,
-                                    66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
 
 // A byte buffer with `offset` elements of T before the data, canary bytes around, the data
 // start at `page_phase` (a multiple of 64) + offset * sizeof(T) bytes modulo 4096. The phases

@@ -19,6 +19,7 @@
 #include <rope/rope.hpp>
 
 #include "oracle.hpp"
+#include "test_scale.hpp"  // kHeadDims
 
 namespace {
 
@@ -339,12 +340,11 @@ void accuracy_case(const format16& f, rope::layout l, int D, double rope_base, d
 template <class TIn, class T16>
 tally all_cases(const format16& f, draw how, rope::rounding rnd) {
   tally tl;
-  const int dims[] = {2, 4, 6, 8, 14, 16, 30, 32, 62, 64, 66, 80, 96, 120, 128, 160, 192, 256, 320, 512};
   const double bases[] = {1e4, 5e5, 1e6, 1e7};
   for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-    for (std::size_t i = 0; i < std::size(dims); ++i)
+    for (std::size_t i = 0; i < std::size(rope_test::kHeadDims); ++i)
       for (double scale : {1.0, 300.0})
-        accuracy_case<TIn, T16>(f, l, dims[i], bases[i % 4], scale, how, tl, rnd);
+        accuracy_case<TIn, T16>(f, l, rope_test::kHeadDims[i], bases[i % 4], scale, how, tl, rnd);
   return tl;
 }
 
