@@ -30,6 +30,14 @@ std::vector<std::int64_t> sampled_positions(std::int64_t limit) {
   return p;
 }
 
+// Pair j's cos and sin in a table row (m = row_width()): interleaved rows hold C[2j] = C[2j+1]
+// and S[2j+1] = -S[2j], half-split rows C[j] and S[j].
+template <class Real>
+std::pair<Real, Real> cos_sin_of(const Real* row, std::size_t m, std::size_t j, rope::layout l) {
+  if (l == rope::layout::interleaved) return {row[2 * j], row[m + 2 * j + 1]};
+  return {row[j], row[m + j]};
+}
+
 // Largest |entry - A cos| and |entry - A sin| over the sampled positions, in units of 2^-24.
 template <class Real>
 ld max_entry_error(const rope::table<Real>& tab, const std::vector<ld>& w, ld a,
@@ -42,15 +50,10 @@ ld max_entry_error(const rope::table<Real>& tab, const std::vector<ld>& w, ld a,
     for (std::size_t j = 0; j < P; ++j) {
       const ld phi = static_cast<ld>(p) * w[j];
       const ld c = a * std::cos(phi), s = a * std::sin(phi);
-      Real gc, gs;
+      const auto [gc, gs] = cos_sin_of(row, m, j, tab.layout());
       if (tab.layout() == rope::layout::interleaved) {
-        gc = row[2 * j];
-        gs = row[m + 2 * j + 1];
         EXPECT_EQ(row[2 * j], row[2 * j + 1]);
         EXPECT_EQ(row[m + 2 * j], -row[m + 2 * j + 1]);
-      } else {
-        gc = row[j];
-        gs = row[m + j];
       }
       worst = std::max({worst, std::fabs(gc - c) / kU, std::fabs(gs - s) / kU});
     }
@@ -87,7 +90,6 @@ TEST(Table, FloatEntriesWithinOneUnitAtEveryPositionBelow2To24) {
                         std::make_pair(1e7, rope::layout::interleaved)}) {
     const double base = c.first;
     const rope::layout l = c.second;
-    const bool inter = l == rope::layout::interleaved;
     const auto w = oracle::inv_freq(base, 8);
     auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(8, 8, base, l)), l,
                                          n, rope::table_mode::compact);
@@ -114,8 +116,7 @@ TEST(Table, FloatEntriesWithinOneUnitAtEveryPositionBelow2To24) {
           ref_s[j] = ref_s[j] * step_c[j] + ref_c[j] * step_s[j];
           ref_c[j] = next_c;
         }
-        const float got_c = inter ? row[2 * j] : row[j];
-        const float got_s = inter ? row[m + 2 * j + 1] : row[m + j];
+        const auto [got_c, got_s] = cos_sin_of(row, m, j, l);
         const ld e = std::max(std::fabs(static_cast<ld>(got_c) - ref_c[j]),
                               std::fabs(static_cast<ld>(got_s) - ref_s[j])) / kU;
         if (e > worst) {
