@@ -4,11 +4,17 @@
 //   rope::apply<float, 128>(*tab, position, q);
 //
 // Accuracy contract. For every position p and pair j the angle p * w_j is formed exactly as a
-// double-double (p * w_j = hi + lo via fma), cos and sin are evaluated in double and corrected
-// by lo, multiplied by the attention factor A in double, and rounded once to the table type
-// (float for float and 16-bit storage, double for double storage). A float entry is therefore
-// within 2^-24 * A of A*cos(p*w_j) for every p below the table length, whatever the position:
-// a float32 angle, as HF and ggml form it, is off by ~0.06 rad at p = 1e6.
+// double-double (p * w_j = hi + lo via fma). Float tables (float and 16-bit storage): cos and
+// sin are evaluated in double and corrected by lo, multiplied by the attention factor A in
+// double, and rounded once to float, so an entry is within 2^-24 * A of A*cos(p*w_j) for every
+// p below the table length, whatever the position: a float32 angle, as HF and ggml form it, is
+// off by ~0.06 rad at p = 1e6. Double tables: cos and sin are carried as double-doubles
+// evaluated in long double (form_row_double), so an entry is A*cos(p*w_j) rounded once to
+// double, give or take 2^-58 * A: within half an ulp (for A >= 2^-1015; below it entries near
+// the subnormal range can be one subnormal ulp off). Double cos/sin alone would put entries up
+// to 1.8 ulp(A) off (2.7 compact), and a round trip (which multiplies by c^2 + s^2) past
+// testing.md's 6u r. Where long double is no wider than double (MSVC, Apple arm64) they are
+// what double tables get.
 //
 // Low parts (float tables). Next to each float entry hi the table keeps lo = (A*cos - hi)
 // rounded to float, so hi + lo carries the value to about 2^-48 * A. Kernels that round their
@@ -23,9 +29,11 @@
 //    position for interleaved, half that for half_split).
 //  - compact: two small double tables, coarse angles h*B*w_j and fine angles l*w_j for
 //    p = h*B + l with B = 2^k ~ sqrt(length). The hot path forms the row by the angle-addition
-//    identity in double (two fused multiply-adds per value) and rounds it once, so the entries
-//    meet the same bound. Memory is about 32 * rotary_dim/2 * 2*sqrt(length) bytes: 2 MiB for
-//    rotary_dim 128 and 2^20 positions (a dense float interleaved table would take 1 GiB).
+//    identity in double (two fused multiply-adds per value; double tables: in double-double)
+//    and rounds it once, so the entries meet the same bound. Memory is about
+//    16 * rotary_dim/2 * 2*sqrt(length) bytes (twice that for double tables, whose halves keep
+//    low parts): 2 MiB for rotary_dim 128 and 2^20 positions (a dense float interleaved table
+//    would take 1 GiB).
 //  - automatic (default) picks dense while the dense table fits in ROPE_DENSE_TABLE_MAX_BYTES
 //    and compact beyond.
 //
@@ -115,6 +123,64 @@ inline void cos_sin_of_sum(double hi, double lo, double& c, double& s) noexcept 
 inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcept {
   const double hi = p * w;
   cos_sin_of_sum(hi, std::fma(p, w, -hi), c, s);
+}
+
+/// Whether long double carries more digits than double (x86: 64, AArch64 Linux: 113; MSVC: 53).
+inline constexpr bool long_double_is_wider =
+    std::numeric_limits<long double>::digits > std::numeric_limits<double>::digits;
+
+/// cos and sin of the exact product p*w in long double (for double tables, where long double
+/// is wider than double): cos and sin of the double hi of the angle (std::cos and std::sin of a
+/// long double reduce it exactly) rotated by its low part lo.
+inline void cos_sin_wide(double p, double w, long double& c, long double& s) noexcept {
+  using ld = long double;
+  const double hi = p * w, lo = std::fma(p, w, -hi);
+  const ld a = std::cos(static_cast<ld>(hi)), b = std::sin(static_cast<ld>(hi));
+  const ld ca = std::cos(static_cast<ld>(lo)), sa = std::sin(static_cast<ld>(lo));
+  c = a * ca - b * sa;
+  s = b * ca + a * sa;
+}
+
+/// cos and sin of the angles (r * step) * w, r in [0, rows), as double-doubles: c[k] + cl[k]
+/// and s[k] + sl[k] at k = r * stride. Where long double is wider than double (x86: 64 bits,
+/// AArch64 Linux: 113) each is within a few long double ulps of exact (about 2^-61, a
+/// hundredth of a double's half ulp): cos_sin_wide at r = q*K and r = m < K (K ~ sqrt(rows),
+/// so 2 sqrt(rows) evaluations, which cost about 0.3 us each on x86) combined by the
+/// angle-addition identity in long double. Otherwise (long double is double: MSVC) c and s are
+/// cos_sin_of_product's and cl = sl = 0.
+inline void cos_sin_rows(double w, std::uint64_t step, std::uint64_t rows, std::size_t stride,
+                         double* c, double* cl, double* s, double* sl) {
+  if constexpr (long_double_is_wider) {
+    using ld = long double;
+    unsigned bits = 0;
+    while ((std::uint64_t{1} << bits) < rows) ++bits;
+    const unsigned kbits = (bits + 1) / 2;
+    const std::uint64_t K = std::uint64_t{1} << kbits;
+    const std::uint64_t Q = (rows + K - 1) >> kbits;
+    std::vector<ld> mc(static_cast<std::size_t>(K)), ms(mc.size()), qc(static_cast<std::size_t>(Q)),
+        qs(qc.size());
+    for (std::size_t m = 0; m < mc.size(); ++m)
+      cos_sin_wide(static_cast<double>(m * step), w, mc[m], ms[m]);
+    for (std::size_t q = 0; q < qc.size(); ++q)
+      cos_sin_wide(static_cast<double>((std::uint64_t{q} << kbits) * step), w, qc[q], qs[q]);
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const std::size_t q = static_cast<std::size_t>(r >> kbits);
+      const std::size_t m = static_cast<std::size_t>(r & (K - 1));
+      const ld cv = qc[q] * mc[m] - qs[q] * ms[m];
+      const ld sv = qs[q] * mc[m] + qc[q] * ms[m];
+      const std::size_t k = static_cast<std::size_t>(r) * stride;
+      c[k] = static_cast<double>(cv);
+      cl[k] = static_cast<double>(cv - static_cast<ld>(c[k]));
+      s[k] = static_cast<double>(sv);
+      sl[k] = static_cast<double>(sv - static_cast<ld>(s[k]));
+    }
+  } else {
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const std::size_t k = static_cast<std::size_t>(r) * stride;
+      cos_sin_of_product(static_cast<double>(r * step), w, c[k], s[k]);
+      cl[k] = sl[k] = 0.0;
+    }
+  }
 }
 
 inline void check_frequencies(const frequencies& f) {
@@ -326,6 +392,21 @@ class table {
     const std::size_t n = static_cast<std::size_t>(length_);
     dense_ = detail::aligned_array<Real>(n * stride_);
     bytes_ = n * stride_ * sizeof(Real);
+    if constexpr (std::is_same<Real, double>::value && detail::long_double_is_wider) {
+      // Double rows are formed like a compact table's, from double-double halves of the
+      // dense table's own length (2 sqrt(n) long double evaluations per pair, not n):
+      // entries within about half an ulp (see form_row_double). Where long double is double
+      // the halves would be plain doubles (2.5 ulps), worse than the direct path below (1.8).
+      const unsigned shift = split_shift(length_);
+      const std::uint64_t fine_rows = std::uint64_t{1} << shift;
+      const std::uint64_t coarse_rows = (static_cast<std::uint64_t>(n) + fine_rows - 1) >> shift;
+      const auto storage = detail::aligned_array<double>(halves_values(coarse_rows, fine_rows));
+      const halves h = fill_halves(storage.get(), shift, coarse_rows, fine_rows);
+      const std::size_t mask = static_cast<std::size_t>(fine_rows - 1);
+      for (std::size_t p = 0; p < n; ++p)
+        form_row_double(h, p >> shift, p & mask, dense_.get() + p * stride_);
+      return;
+    }
     if (has_low_parts) {
       dense_low_ = detail::aligned_array<Real>(n * stride_);
       bytes_ *= 2;
@@ -342,63 +423,114 @@ class table {
     }
   }
 
-  // Layout of compact_: [coarse cos | coarse sin | fine cos | fine sin], each (rows x pairs).
-  void build_compact() {
-    const std::uint64_t n = static_cast<std::uint64_t>(length_);
+  // Positions p = h * 2^shift + l: the split of a table of n positions (2^shift ~ sqrt(n)).
+  static unsigned split_shift(std::int64_t n) noexcept {
     unsigned bits = 0;
-    while ((std::uint64_t{1} << bits) < n) ++bits;
-    shift_ = (bits + 1) / 2;
-    const std::uint64_t fine_rows = std::uint64_t{1} << shift_;
-    const std::uint64_t coarse_rows = (n + fine_rows - 1) >> shift_;
+    while ((std::int64_t{1} << bits) < n) ++bits;
+    return (bits + 1) / 2;
+  }
+
+  // Where a table's coarse angles h * 2^shift * w_j and fine angles l * w_j keep cos and sin:
+  // (rows x pairs) arrays of doubles; for double tables also their low parts (double-double
+  // halves, evaluated in long double where it is wider: cos_sin_rows), zero for float.
+  struct halves {
+    const double* cc = nullptr;  // coarse cos
+    const double* cs = nullptr;  // coarse sin
+    const double* fc = nullptr;  // fine cos
+    const double* fs = nullptr;  // fine sin
+    const double* ccl = nullptr;  // low parts of the four (double tables)
+    const double* csl = nullptr;
+    const double* fcl = nullptr;
+    const double* fsl = nullptr;
+  };
+  static constexpr bool halves_have_low_parts = std::is_same<Real, double>::value;
+
+  std::size_t halves_values(std::uint64_t coarse_rows, std::uint64_t fine_rows) const noexcept {
+    return (halves_have_low_parts ? 4 : 2) * pairs_ * static_cast<std::size_t>(coarse_rows + fine_rows);
+  }
+
+  // Fills storage (halves_values() doubles) with [coarse cos | coarse sin | fine cos | fine sin]
+  // (and, for double tables, their low parts in the same order) and says where each lies.
+  halves fill_halves(double* storage, unsigned shift, std::uint64_t coarse_rows,
+                     std::uint64_t fine_rows) const {
     const std::size_t P = pairs_;
-    compact_ = detail::aligned_array<double>(2 * P * static_cast<std::size_t>(coarse_rows + fine_rows));
-    bytes_ = 2 * P * static_cast<std::size_t>(coarse_rows + fine_rows) * sizeof(double);
-    double* coarse_cos = compact_.get();
-    double* coarse_sin = coarse_cos + P * coarse_rows;
-    double* fine_cos = coarse_sin + P * coarse_rows;
-    double* fine_sin = fine_cos + P * fine_rows;
-    coarse_cos_ = coarse_cos;
-    coarse_sin_ = coarse_sin;
-    fine_cos_ = fine_cos;
-    fine_sin_ = fine_sin;
-    // Float tables: A rides on the coarse half (one factor per product). Double tables apply A
-    // to the combined row instead (form_compact_row), one rounding.
-    const double a = std::is_same<Real, double>::value ? 1.0 : freqs_.attention_factor;
-    for (std::uint64_t h = 0; h < coarse_rows; ++h)
+    const std::size_t nc = P * static_cast<std::size_t>(coarse_rows);
+    const std::size_t nf = P * static_cast<std::size_t>(fine_rows);
+    double* cc = storage;
+    double* cs = cc + nc;
+    double* fc = cs + nc;
+    double* fs = fc + nf;
+    halves h;
+    h.cc = cc;
+    h.cs = cs;
+    h.fc = fc;
+    h.fs = fs;
+    if constexpr (halves_have_low_parts) {
+      // Double tables apply A to the combined row (form_row_double), one rounding.
+      double* ccl = fs + nf;
+      double* csl = ccl + nc;
+      double* fcl = csl + nc;
+      double* fsl = fcl + nf;
+      h.ccl = ccl;
+      h.csl = csl;
+      h.fcl = fcl;
+      h.fsl = fsl;
       for (std::size_t j = 0; j < P; ++j) {
-        double c, s;
-        detail::cos_sin_of_product(static_cast<double>(h << shift_), freqs_.inv_freq[j], c, s);
-        coarse_cos[h * P + j] = a * c;
-        coarse_sin[h * P + j] = a * s;
+        const double w = freqs_.inv_freq[j];
+        detail::cos_sin_rows(w, std::uint64_t{1} << shift, coarse_rows, P, cc + j, ccl + j, cs + j,
+                             csl + j);
+        detail::cos_sin_rows(w, 1, fine_rows, P, fc + j, fcl + j, fs + j, fsl + j);
       }
-    for (std::uint64_t l = 0; l < fine_rows; ++l)
-      for (std::size_t j = 0; j < P; ++j) {
-        double c, s;
-        detail::cos_sin_of_product(static_cast<double>(l), freqs_.inv_freq[j], c, s);
-        fine_cos[l * P + j] = c;
-        fine_sin[l * P + j] = s;
-      }
+    } else {
+      // Float tables: A rides on the coarse half (one factor per product).
+      const double a = freqs_.attention_factor;
+      for (std::uint64_t r = 0; r < coarse_rows; ++r)
+        for (std::size_t j = 0; j < P; ++j) {
+          double c, s;
+          detail::cos_sin_of_product(static_cast<double>(r << shift), freqs_.inv_freq[j], c, s);
+          cc[r * P + j] = a * c;
+          cs[r * P + j] = a * s;
+        }
+      for (std::uint64_t r = 0; r < fine_rows; ++r)
+        for (std::size_t j = 0; j < P; ++j) {
+          double c, s;
+          detail::cos_sin_of_product(static_cast<double>(r), freqs_.inv_freq[j], c, s);
+          fc[r * P + j] = c;
+          fs[r * P + j] = s;
+        }
+    }
+    return h;
+  }
+
+  void build_compact() {
+    shift_ = split_shift(length_);
+    const std::uint64_t fine_rows = std::uint64_t{1} << shift_;
+    const std::uint64_t coarse_rows = (static_cast<std::uint64_t>(length_) + fine_rows - 1) >> shift_;
+    const std::size_t values = halves_values(coarse_rows, fine_rows);
+    compact_ = detail::aligned_array<double>(values);
+    bytes_ = values * sizeof(double);
+    halves_ = fill_halves(compact_.get(), shift_, coarse_rows, fine_rows);
   }
 
   // cos(a+b) = cos a cos b - sin a sin b, sin(a+b) = sin a cos b + cos a sin b, in double with
   // explicit fma (the same bits whatever the compiler flags), rounded once to Real; the low
   // parts too when lo is not null (the same values as a dense table's).
   ROPE_NOINLINE void form_compact_row(std::uint64_t p, Real* out, Real* lo) const noexcept {
-    const std::size_t P = pairs_;
     const std::size_t h = static_cast<std::size_t>(p >> shift_);
     const std::size_t l = static_cast<std::size_t>(p & ((std::uint64_t{1} << shift_) - 1));
-    const double* cc = coarse_cos_ + h * P;
-    const double* cs = coarse_sin_ + h * P;
-    const double* fc = fine_cos_ + l * P;
-    const double* fs = fine_sin_ + l * P;
+    if constexpr (std::is_same<Real, double>::value) {
+      form_row_double(halves_, h, l, out);
+      return;
+    }
+    const std::size_t P = pairs_;
+    const double* cc = halves_.cc + h * P;
+    const double* cs = halves_.cs + h * P;
+    const double* fc = halves_.fc + l * P;
+    const double* fs = halves_.fs + l * P;
     if (lo) {  // for 16-bit outputs: put() per pair
       for (std::size_t j = 0; j < P; ++j)
         put(out, lo, j, std::fma(cc[j], fc[j], -(cs[j] * fs[j])),
             std::fma(cs[j], fc[j], cc[j] * fs[j]));
-      return;
-    }
-    if constexpr (std::is_same<Real, double>::value) {
-      form_compact_row_double(cc, cs, fc, fs, out);
       return;
     }
     // One loop per layout (rather than put()'s per-pair branch) so the compiler vectorizes it:
@@ -422,21 +554,38 @@ class table {
     }
   }
 
-  // A double table's row: rounding cs * fs, the fma and a coarse half already multiplied by A
-  // put entries up to 3.6 ulp(A) off (dense: 1.8), and with A != 1 (LongRoPE, YaRN) some double
-  // outputs past their (3 + |theta|) * 2^-53 r bound (an audit: 99 of 20.48 million, at most
-  // 1.09x). Here both products are split exactly (fma), their difference (sum) is carried as
-  // hi + lo (two-sum), and A multiplies that once: the entry is off by the cos/sin of its coarse
-  // and fine halves (about half an ulp each) and one rounding.
-  void form_compact_row_double(const double* cc, const double* cs, const double* fc,
-                               const double* fs, Real* out) const noexcept {
+  // A double table's row (dense and compact): coarse row h and fine row l combined by the
+  // angle-addition identity in double-double and rounded once. With halves evaluated in long
+  // double (x86, AArch64 Linux) the sum before its rounding is within about 2^-61 A of exact,
+  // so an entry is within half an ulp (plus that), what a round trip needs to stay within
+  // testing.md's 6u r (it multiplies by c^2 + s^2). Each product of the high parts is split
+  // exactly (fma), the cross terms with the low parts are added to the low part, the sum of
+  // the two products is carried as hi + lo (two-sum), and A multiplies that once. (History:
+  // halves in double put entries up to 1.8 ulp(A) off dense, 2.7 compact, and a round trip up
+  // to 8.1u; before that, rounding cs * fs and folding A into the coarse half put some double
+  // outputs with A != 1 past their (3 + |theta|) * 2^-53 r bound.) Where long double is double
+  // (MSVC, Apple arm64) the low parts are zero and compact entries stay within about 2.7 ulp(A)
+  // (dense rows take the direct path there: build_dense).
+  void form_row_double(const halves& hv, std::size_t h, std::size_t l, Real* out) const noexcept {
     const double a = freqs_.attention_factor;
     const std::size_t P = pairs_;
+    const double* cc = hv.cc + h * P;
+    const double* cs = hv.cs + h * P;
+    const double* fc = hv.fc + l * P;
+    const double* fs = hv.fs + l * P;
+    const double* ccl = hv.ccl + h * P;
+    const double* csl = hv.csl + h * P;
+    const double* fcl = hv.fcl + l * P;
+    const double* fsl = hv.fsl + l * P;
     for (std::size_t j = 0; j < P; ++j) {
-      const double c = combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])),
+      // (cc + ccl)(fc + fcl) - (cs + csl)(fs + fsl), dropping the products of two low parts.
+      const double c_tail = std::fma(cc[j], fcl[j], std::fma(ccl[j], fc[j], -std::fma(cs[j], fsl[j], csl[j] * fs[j])));
+      const double c = combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])) + c_tail,
                                      -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])),
                                      a);
-      const double s = combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])),
+      // (cs + csl)(fc + fcl) + (cc + ccl)(fs + fsl)
+      const double s_tail = std::fma(cs[j], fcl[j], std::fma(csl[j], fc[j], std::fma(cc[j], fsl[j], ccl[j] * fs[j])));
+      const double s = combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])) + s_tail,
                                      cc[j] * fs[j], std::fma(cc[j], fs[j], -(cc[j] * fs[j])), a);
       if (layout_ == layout::interleaved) {
         out[2 * j] = out[2 * j + 1] = static_cast<Real>(c);
@@ -449,7 +598,7 @@ class table {
     }
   }
   // a * (x + ex + y + ey), where x + y is formed exactly as hi + lo (Knuth's two-sum) and ex, ey
-  // are the products' rounding errors: rounded once at the end.
+  // are the products' rounding errors (and low-part terms): rounded once at the end.
   static double combine_exact(double x, double ex, double y, double ey, double a) noexcept {
     const double hi = x + y;
     const double t = hi - x;
@@ -468,11 +617,8 @@ class table {
   unsigned shift_ = 0;
   std::unique_ptr<Real[], detail::aligned_free> dense_;
   std::unique_ptr<Real[], detail::aligned_free> dense_low_;  // float tables: the low parts
-  std::unique_ptr<double[], detail::aligned_free> compact_;
-  const double* coarse_cos_ = nullptr;
-  const double* coarse_sin_ = nullptr;
-  const double* fine_cos_ = nullptr;
-  const double* fine_sin_ = nullptr;
+  std::unique_ptr<double[], detail::aligned_free> compact_;  // the halves of a compact table
+  halves halves_;
 };
 
 /// A thread-safe cache of tables keyed by everything that changes their numbers: the table
