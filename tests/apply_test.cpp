@@ -699,17 +699,26 @@ TEST(GroupedQuery, NeoxFusedQkvPerHeadInOneCall) {
   }
 }
 
-TEST(Values, NanAndInfStayInTheirPair) {
-  auto tab = rope::get_table<float>(rope::make_spec(8, 8, 1e4, rope::layout::half_split), 10);
-  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
-  std::vector<float> y = x, ref = x;
-  y[1] = std::numeric_limits<float>::quiet_NaN();  // pair 1 = (x1, x5)
-  y[2] = std::numeric_limits<float>::infinity();   // pair 2 = (x2, x6)
-  ASSERT_EQ(rope::apply<float>(*tab, 3, y.data()), rope::status::ok);
-  ASSERT_EQ(rope::apply<float>(*tab, 3, ref.data()), rope::status::ok);
+// A NaN or an infinity spreads to its own pair's partner (pairs (x1, x5) and (x2, x6) at
+// half-split rotary dim 8; at p = 3 every pair's sin and cos are non-zero) and nowhere else.
+template <class T>
+void check_nan_and_inf_stay_in_their_pair() {
+  auto tab = rope::get_table<T>(rope::make_spec(8, 8, 1e4, rope::layout::half_split), 10);
+  std::vector<T> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<T> y = x, ref = x;
+  y[1] = std::numeric_limits<T>::quiet_NaN();  // pair 1 = (x1, x5)
+  y[2] = std::numeric_limits<T>::infinity();   // pair 2 = (x2, x6)
+  ASSERT_EQ(rope::apply<T>(*tab, 3, y.data()), rope::status::ok);
+  ASSERT_EQ(rope::apply<T>(*tab, 3, ref.data()), rope::status::ok);
   EXPECT_TRUE(std::isnan(y[1]) && std::isnan(y[5]));
   EXPECT_FALSE(std::isfinite(y[2]));
+  EXPECT_FALSE(std::isfinite(y[6]));
   for (std::size_t i : {0u, 3u, 4u, 7u}) EXPECT_EQ(y[i], ref[i]) << i;
+}
+
+TEST(Values, NanAndInfStayInTheirPair) {
+  check_nan_and_inf_stay_in_their_pair<float>();
+  check_nan_and_inf_stay_in_their_pair<double>();
 }
 
 // Double tables with an attention factor A != 1 (LongRoPE here, A = sqrt(17/12)), dense and
