@@ -218,9 +218,11 @@ TEST(Table, DoubleEntriesWithinHalfAnUlp) {
       for (double a : {1.0, 1.1902380714238083})
         for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
           for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
-            rope::frequencies f = rope::default_frequencies(rope::make_spec(g.rotary_dim, g.rotary_dim, base, l));
+            rope::frequencies f =
+                rope::default_frequencies(rope::make_spec(g.rotary_dim, g.rotary_dim, base, l));
             f.attention_factor = a;
-            const std::int64_t n = mode == rope::table_mode::dense ? g.dense_length : g.compact_length;
+            const std::int64_t n =
+                mode == rope::table_mode::dense ? g.dense_length : g.compact_length;
             auto tab = rope::table<double>::build(f, l, n, mode);
             ASSERT_EQ(tab->mode(), mode);
             const std::size_t P = f.inv_freq.size(), m = tab->row_width();
@@ -230,14 +232,17 @@ TEST(Table, DoubleEntriesWithinHalfAnUlp) {
               for (std::size_t j = 0; j < P; ++j) {
                 const oracle::cos_sin cs = oracle::cos_sin_of_product(p, f.inv_freq[j]);
                 const auto [gc, gs] = cos_sin_of(row, m, j, l);
-                for (const auto& [got, want] : {std::pair<double, ld>{gc, a * cs.c}, std::pair<double, ld>{gs, a * cs.s}}) {
+                for (const auto& [got, want] :
+                     {std::pair<double, ld>{gc, a * cs.c}, std::pair<double, ld>{gs, a * cs.s}}) {
                   const ld err = std::fabs(static_cast<ld>(got) - want);
-                  const ld half_ulp = static_cast<ld>(std::nextafter(std::fabs(got), 2.0 * a) - std::fabs(got)) / 2;
+                  const ld half_ulp =
+                      static_cast<ld>(std::nextafter(std::fabs(got), 2.0 * a) - std::fabs(got)) / 2;
                   worst = std::max(worst, err / (0x1p-53L * a));
                   worst_excess = std::max(worst_excess, (err - half_ulp) / (0x1p-53L * a));
                   ASSERT_LE(err, half_ulp + 0x1p-58L * a)
-                      << "p=" << p << " j=" << j << " base=" << base << " A=" << a << " rotary_dim="
-                      << g.rotary_dim << " " << rope::to_string(l) << " mode " << static_cast<int>(mode);
+                      << "p=" << p << " j=" << j << " base=" << base << " A=" << a
+                      << " rotary_dim=" << g.rotary_dim << " " << rope::to_string(l) << " mode "
+                      << static_cast<int>(mode);
                 }
                 if (l == rope::layout::interleaved) {
                   ASSERT_EQ(row[2 * j], row[2 * j + 1]);
@@ -246,15 +251,18 @@ TEST(Table, DoubleEntriesWithinHalfAnUlp) {
               }
             }
           }
-  std::printf("double entries: |entry - exact| <= %.4f * 2^-53 A, at most %.5f * 2^-53 A past half an ulp\n",
-              static_cast<double>(worst), static_cast<double>(worst_excess));
+  std::printf(
+      "double entries: |entry - exact| <= %.4f * 2^-53 A, at most %.5f * 2^-53 A past half an "
+      "ulp\n",
+      static_cast<double>(worst), static_cast<double>(worst_excess));
 }
 
 TEST(Table, DefaultFrequenciesMatchFormula) {
   const auto f = rope::default_frequencies(rope::make_spec(80, 20, 1e4, rope::layout::half_split));
   ASSERT_EQ(f.inv_freq.size(), 10u);
   for (std::size_t j = 0; j < 10; ++j)
-    EXPECT_NEAR(f.inv_freq[j], static_cast<double>(std::pow(1e4L, -static_cast<ld>(2 * j) / 20)), 1e-15 * f.inv_freq[j]);
+    EXPECT_NEAR(f.inv_freq[j], static_cast<double>(std::pow(1e4L, -static_cast<ld>(2 * j) / 20)),
+                1e-15 * f.inv_freq[j]);
 }
 
 TEST(Table, AutomaticModePicksCompactForLongContexts) {

@@ -141,6 +141,14 @@ inline void cos_sin_wide(double p, double w, long double& c, long double& s) noe
   s = b * ca + a * sa;
 }
 
+/// The split of n items into 2^k blocks of about sqrt(n): k = ceil(log2(n) / 2), used for a
+/// compact table's positions (p = h * 2^k + l) and for cos_sin_rows' own rows.
+inline unsigned sqrt_split_bits(std::uint64_t n) noexcept {
+  unsigned bits = 0;
+  while ((std::uint64_t{1} << bits) < n) ++bits;
+  return (bits + 1) / 2;
+}
+
 /// cos and sin of the angles (r * step) * w, r in [0, rows), as double-doubles: c[k] + cl[k]
 /// and s[k] + sl[k] at k = r * stride. Where long double is wider than double (x86: 64 bits,
 /// AArch64 Linux: 113) each is within a few long double ulps of exact (about 2^-61, a
@@ -152,13 +160,11 @@ inline void cos_sin_rows(double w, std::uint64_t step, std::uint64_t rows, std::
                          double* c, double* cl, double* s, double* sl) {
   if constexpr (long_double_is_wider) {
     using ld = long double;
-    unsigned bits = 0;
-    while ((std::uint64_t{1} << bits) < rows) ++bits;
-    const unsigned kbits = (bits + 1) / 2;
+    const unsigned kbits = sqrt_split_bits(rows);
     const std::uint64_t K = std::uint64_t{1} << kbits;
     const std::uint64_t Q = (rows + K - 1) >> kbits;
-    std::vector<ld> mc(static_cast<std::size_t>(K)), ms(mc.size()), qc(static_cast<std::size_t>(Q)),
-        qs(qc.size());
+    std::vector<ld> mc(static_cast<std::size_t>(K)), ms(mc.size());
+    std::vector<ld> qc(static_cast<std::size_t>(Q)), qs(qc.size());
     for (std::size_t m = 0; m < mc.size(); ++m)
       cos_sin_wide(static_cast<double>(m * step), w, mc[m], ms[m]);
     for (std::size_t q = 0; q < qc.size(); ++q)
@@ -397,14 +403,12 @@ class table {
       // dense table's own length (2 sqrt(n) long double evaluations per pair, not n):
       // entries within about half an ulp (see form_row_double). Where long double is double
       // the halves would be plain doubles (2.5 ulps), worse than the direct path below (1.8).
-      const unsigned shift = split_shift(length_);
-      const std::uint64_t fine_rows = std::uint64_t{1} << shift;
-      const std::uint64_t coarse_rows = (static_cast<std::uint64_t>(n) + fine_rows - 1) >> shift;
-      const auto storage = detail::aligned_array<double>(halves_values(coarse_rows, fine_rows));
-      const halves h = fill_halves(storage.get(), shift, coarse_rows, fine_rows);
-      const std::size_t mask = static_cast<std::size_t>(fine_rows - 1);
+      const split sp = split_of(length_);
+      const auto storage = detail::aligned_array<double>(halves_values(sp));
+      const halves h = fill_halves(storage.get(), sp);
+      const std::size_t mask = static_cast<std::size_t>(sp.fine_rows - 1);
       for (std::size_t p = 0; p < n; ++p)
-        form_row_double(h, p >> shift, p & mask, dense_.get() + p * stride_);
+        form_row_double(h, p >> sp.shift, p & mask, dense_.get() + p * stride_);
       return;
     }
     if (has_low_parts) {
@@ -423,11 +427,15 @@ class table {
     }
   }
 
-  // Positions p = h * 2^shift + l: the split of a table of n positions (2^shift ~ sqrt(n)).
-  static unsigned split_shift(std::int64_t n) noexcept {
-    unsigned bits = 0;
-    while ((std::int64_t{1} << bits) < n) ++bits;
-    return (bits + 1) / 2;
+  // Positions p = h * 2^shift + l, l < fine_rows = 2^shift ~ sqrt(n), h < coarse_rows.
+  struct split {
+    unsigned shift;
+    std::uint64_t coarse_rows, fine_rows;
+  };
+  static split split_of(std::int64_t n) noexcept {
+    const unsigned shift = detail::sqrt_split_bits(static_cast<std::uint64_t>(n));
+    const std::uint64_t fine_rows = std::uint64_t{1} << shift;
+    return {shift, (static_cast<std::uint64_t>(n) + fine_rows - 1) >> shift, fine_rows};
   }
 
   // Where a table's coarse angles h * 2^shift * w_j and fine angles l * w_j keep cos and sin:
@@ -445,14 +453,16 @@ class table {
   };
   static constexpr bool halves_have_low_parts = std::is_same<Real, double>::value;
 
-  std::size_t halves_values(std::uint64_t coarse_rows, std::uint64_t fine_rows) const noexcept {
-    return (halves_have_low_parts ? 4 : 2) * pairs_ * static_cast<std::size_t>(coarse_rows + fine_rows);
+  std::size_t halves_values(const split& sp) const noexcept {
+    return (halves_have_low_parts ? 4 : 2) * pairs_ *
+           static_cast<std::size_t>(sp.coarse_rows + sp.fine_rows);
   }
 
   // Fills storage (halves_values() doubles) with [coarse cos | coarse sin | fine cos | fine sin]
   // (and, for double tables, their low parts in the same order) and says where each lies.
-  halves fill_halves(double* storage, unsigned shift, std::uint64_t coarse_rows,
-                     std::uint64_t fine_rows) const {
+  halves fill_halves(double* storage, const split& sp) const {
+    const unsigned shift = sp.shift;
+    const std::uint64_t coarse_rows = sp.coarse_rows, fine_rows = sp.fine_rows;
     const std::size_t P = pairs_;
     const std::size_t nc = P * static_cast<std::size_t>(coarse_rows);
     const std::size_t nf = P * static_cast<std::size_t>(fine_rows);
@@ -477,8 +487,8 @@ class table {
       h.fsl = fsl;
       for (std::size_t j = 0; j < P; ++j) {
         const double w = freqs_.inv_freq[j];
-        detail::cos_sin_rows(w, std::uint64_t{1} << shift, coarse_rows, P, cc + j, ccl + j, cs + j,
-                             csl + j);
+        detail::cos_sin_rows(w, std::uint64_t{1} << shift, coarse_rows, P, cc + j, ccl + j,
+                             cs + j, csl + j);
         detail::cos_sin_rows(w, 1, fine_rows, P, fc + j, fcl + j, fs + j, fsl + j);
       }
     } else {
@@ -503,13 +513,12 @@ class table {
   }
 
   void build_compact() {
-    shift_ = split_shift(length_);
-    const std::uint64_t fine_rows = std::uint64_t{1} << shift_;
-    const std::uint64_t coarse_rows = (static_cast<std::uint64_t>(length_) + fine_rows - 1) >> shift_;
-    const std::size_t values = halves_values(coarse_rows, fine_rows);
+    const split sp = split_of(length_);
+    shift_ = sp.shift;
+    const std::size_t values = halves_values(sp);
     compact_ = detail::aligned_array<double>(values);
     bytes_ = values * sizeof(double);
-    halves_ = fill_halves(compact_.get(), shift_, coarse_rows, fine_rows);
+    halves_ = fill_halves(compact_.get(), sp);
   }
 
   // cos(a+b) = cos a cos b - sin a sin b, sin(a+b) = sin a cos b + cos a sin b, in double with
@@ -579,14 +588,17 @@ class table {
     const double* fsl = hv.fsl + l * P;
     for (std::size_t j = 0; j < P; ++j) {
       // (cc + ccl)(fc + fcl) - (cs + csl)(fs + fsl), dropping the products of two low parts.
-      const double c_tail = std::fma(cc[j], fcl[j], std::fma(ccl[j], fc[j], -std::fma(cs[j], fsl[j], csl[j] * fs[j])));
-      const double c = combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])) + c_tail,
-                                     -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])),
-                                     a);
+      const double c_tail = std::fma(
+          cc[j], fcl[j], std::fma(ccl[j], fc[j], -std::fma(cs[j], fsl[j], csl[j] * fs[j])));
+      const double c =
+          combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])) + c_tail,
+                        -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])), a);
       // (cs + csl)(fc + fcl) + (cc + ccl)(fs + fsl)
-      const double s_tail = std::fma(cs[j], fcl[j], std::fma(csl[j], fc[j], std::fma(cc[j], fsl[j], ccl[j] * fs[j])));
-      const double s = combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])) + s_tail,
-                                     cc[j] * fs[j], std::fma(cc[j], fs[j], -(cc[j] * fs[j])), a);
+      const double s_tail = std::fma(
+          cs[j], fcl[j], std::fma(csl[j], fc[j], std::fma(cc[j], fsl[j], ccl[j] * fs[j])));
+      const double s =
+          combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])) + s_tail,
+                        cc[j] * fs[j], std::fma(cc[j], fs[j], -(cc[j] * fs[j])), a);
       if (layout_ == layout::interleaved) {
         out[2 * j] = out[2 * j + 1] = static_cast<Real>(c);
         out[width_ + 2 * j] = static_cast<Real>(-s);
