@@ -125,7 +125,8 @@ inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcep
   cos_sin_of_sum(hi, std::fma(p, w, -hi), c, s);
 }
 
-/// Whether long double carries more digits than double (x86: 64, AArch64 Linux: 113; MSVC: 53).
+/// Whether long double carries more digits than double (x86: 64, AArch64 Linux: 113; MSVC and
+/// Apple arm64: 53, as double).
 inline constexpr bool long_double_is_wider =
     std::numeric_limits<long double>::digits > std::numeric_limits<double>::digits;
 
@@ -154,8 +155,8 @@ inline unsigned sqrt_split_bits(std::uint64_t n) noexcept {
 /// AArch64 Linux: 113) each is within a few long double ulps of exact (about 2^-61, a
 /// hundredth of a double's half ulp): cos_sin_wide at r = q*K and r = m < K (K ~ sqrt(rows),
 /// so 2 sqrt(rows) evaluations, which cost about 0.3 us each on x86) combined by the
-/// angle-addition identity in long double. Otherwise (long double is double: MSVC) c and s are
-/// cos_sin_of_product's and cl = sl = 0.
+/// angle-addition identity in long double. Otherwise (long double is double: MSVC, Apple arm64)
+/// c and s are cos_sin_of_product's and cl = sl = 0.
 inline void cos_sin_rows(double w, std::uint64_t step, std::uint64_t rows, std::size_t stride,
                          double* c, double* cl, double* s, double* sl) {
   if constexpr (long_double_is_wider) {
