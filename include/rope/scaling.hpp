@@ -101,7 +101,8 @@ struct scaling {
   /// > 0. Equal counts (Kimi K2's configs: 1 and 1) make the ramp a step, from floor(c(1)) to
   /// ceil(c(1)) (0.001 wide without truncate), as in HF; beta_fast < beta_slow, which HF only
   /// warns about, is refused (the ramp would run backwards: high frequencies interpolated, low
-  /// ones kept).
+  /// ones kept). testing.md's bad-input table refuses equal counts too; they are accepted here
+  /// because real checkpoints carry them and HF runs them.
   double beta_fast = 32.0;
   double beta_slow = 1.0;
   /// yarn: floor/ceil the correction range (HF default true; gpt-oss uses false).
@@ -118,6 +119,7 @@ struct scaling {
   /// by 0; vLLM takes the blend's weight as 0 there, theta_j / factor, as here). beta < alpha,
   /// which HF only warns about, is an error: the band tests then overlap, and HF's order (low
   /// band first) and llama.cpp's converter (high band first) give different frequencies.
+  /// testing.md's bad-input table refuses equal factors too; accepted here for Llama 4.
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   /// longrope: rotary_dim/2 positive entries each; short for L <= M0, long for L > M0.
