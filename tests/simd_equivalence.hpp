@@ -53,7 +53,7 @@ struct guarded {
 // Random finite values of T spread over many binades (subnormals included for 16-bit types),
 // and one in 16 an exact +0 or -0, so that some pairs are all zeros: their outputs' signs of
 // zero are bits like any other (the scalar path once lost them where GCC rewrote a negated fma;
-// see arch::scalar::opaque).
+// see detail::opaque in rope/config.hpp).
 template <class T>
 T random_value(std::mt19937_64& gen) {
   using traits = rope::storage_traits<T>;

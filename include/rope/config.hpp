@@ -7,8 +7,10 @@
 // rope::set_error_handler, which must not return (the default prints and calls std::abort).
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -64,17 +66,17 @@
 // name spells how this file is compiled: the dispatch mode (ROPE_RUNTIME_DISPATCH), the target's
 // ISA flags that change the code of the kernels or of anything the compiler may vectorize (on x86:
 // SSE2/SSE3/SSSE3/SSE4.1, AVX, AVX2, FMA, F16C, AVX512F/BW/DQ/VL, AVX512_BF16, AVX512_FP16; on
-// AArch64: SVE, SVE2 and a fixed SVE vector length), and exceptions on or off. Code still says
-// rope::apply. Without it, a file built with -march=native and one built for runtime dispatch (or
-// with other -m flags) emit the same weak symbols (rope::apply<...>, the kernels): the linker keeps
-// one copy for the whole program, and the other file can then run instructions its CPU lacks (a
-// -march=native copy of the AVX-512 kernels uses vcvtne2ps2bf16, which an AVX-512 CPU without
-// AVX512_BF16 faults on, though runtime dispatch chose avx512 for it). Files built the same way
-// share one namespace, so one table cache; differently built files each have their own, and a rope
-// type from one is another type in the other (a link error where a rope type is in a function's
-// signature; a struct holding one, built both ways, is an ODR violation the linker does not see).
-// It protects rope's own symbols only: a user's inline function or template that calls rope is
-// still one symbol for both files. Users name the enclosing namespace (rope::table<float>;
+// AArch64: SVE, SVE2 and a fixed SVE vector length), exceptions on or off, and -ffast-math. Code
+// still says rope::apply. Without it, a file built with -march=native and one built for runtime
+// dispatch (or with other -m flags) emit the same weak symbols (rope::apply<...>, the kernels): the
+// linker keeps one copy for the whole program, and the other file can then run instructions its CPU
+// lacks (a -march=native copy of the AVX-512 kernels uses vcvtne2ps2bf16, which an AVX-512 CPU
+// without AVX512_BF16 faults on, though runtime dispatch chose avx512 for it). Files built the same
+// way share one namespace, so one table cache; differently built files each have their own, and a
+// rope type from one is another type in the other (a link error where a rope type is in a
+// function's signature; a struct holding one, built both ways, is an ODR violation the linker does
+// not see). It protects rope's own symbols only: a user's inline function or template that calls
+// rope is still one symbol for both files. Users name the enclosing namespace (rope::table<float>;
 // `namespace rope { template <> struct storage_traits<T> ... }` specializes the traits); forward
 // declarations of rope names must come from rope/fwd.hpp, since a `namespace rope { class ...; }`
 // of one's own declares another entity.
@@ -173,9 +175,22 @@
 #define ROPE_ABI_JOINSVE_(a, b) ROPE_ABI_JOINSVEI_(a, b)
 #define ROPE_ABI_JOIN9I_(a, b, c, d, e, f, g, h, i) a##b##c##d##e##f##g##h##i
 #define ROPE_ABI_JOIN9_(a, b, c, d, e, f, g, h, i) ROPE_ABI_JOIN9I_(a, b, c, d, e, f, g, h, i)
+// Whether this file is compiled with -ffast-math or the parts of it that change rope's arithmetic
+// (-funsafe-math-optimizations, -fassociative-math, -ffinite-math-only; GCC and Clang).
+#if defined(__FAST_MATH__) || defined(__ASSOCIATIVE_MATH__) || \
+    (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#define ROPE_FAST_MATH_ 1
+#else
+#define ROPE_FAST_MATH_ 0
+#endif
 // Exceptions as a digit of our own (ROPE_HAS_EXCEPTIONS may be defined by the user as any
-// expression that is true or false).
-#if ROPE_HAS_EXCEPTIONS
+// expression that is true or false), plus 2 under ROPE_FAST_MATH_: such a file compiles rope's
+// arithmetic differently (see detail::opaque), so it keeps its own copy too.
+#if ROPE_HAS_EXCEPTIONS && ROPE_FAST_MATH_
+#define ROPE_ABI_EXC_ 3
+#elif ROPE_FAST_MATH_
+#define ROPE_ABI_EXC_ 2
+#elif ROPE_HAS_EXCEPTIONS
 #define ROPE_ABI_EXC_ 1
 #else
 #define ROPE_ABI_EXC_ 0
@@ -208,6 +223,50 @@ enum class error_kind : unsigned char { none = 0, invalid_argument, out_of_range
 using error_handler = void (*)(error_kind kind, const char* message);
 
 namespace detail {
+
+/// x unchanged, opaque to the optimizer: an empty asm costs no instruction. It keeps an
+/// error-free transform's error term (two-sum's (a - (s - bb)) + (b - bb), a long double's
+/// rounding remainder) from being folded to zero under -ffast-math's reassociation, and GCC from
+/// rewriting -fma(x, y, z) as fma(-x, y, -z) (arch/scalar.hpp's correction).
+template <class Real>
+inline Real opaque(Real x) noexcept {
+#if defined(__GNUC__) && defined(__SSE2__)
+  __asm__("" : "+x"(x));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(x));
+#else
+  volatile Real v = x;
+  x = v;
+#endif
+  return x;
+}
+
+/// Whether x is finite, from its bits: std::isfinite is folded to true under -ffinite-math-only
+/// (part of -ffast-math), and validation must still refuse NaN and Inf there. The bits pass an
+/// empty asm: newer Clang turns the exponent test back into a class test and folds it too.
+inline bool finite(double x) noexcept {
+  unsigned long long bits;
+  static_assert(sizeof bits == sizeof x, "64-bit double");
+  std::memcpy(&bits, &x, sizeof x);
+#if defined(__GNUC__)
+  __asm__("" : "+r"(bits));
+#endif
+  return (bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+
+/// fma(x, y, z) rounded once, for the error terms fma(x, y, -x*y) of error-free transforms.
+/// Clang under -ffast-math on a target without fma instructions (x86-64 without -mfma) splits
+/// std::fma into a multiply and an add, which makes such a term 0: there libm's fma is called
+/// through a pointer the optimizer cannot see through.
+inline double exact_fma(double x, double y, double z) noexcept {
+#if defined(__clang__) && ROPE_FAST_MATH_ && !defined(__FMA__) && !defined(__aarch64__)
+  double (*f)(double, double, double) = &::fma;
+  __asm__("" : "+r"(f));
+  return f(x, y, z);
+#else
+  return std::fma(x, y, z);
+#endif
+}
 
 inline void default_error_handler(error_kind kind, const char* message) {
   std::fprintf(stderr, "rope: %s: %s\n",

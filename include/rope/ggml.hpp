@@ -130,11 +130,11 @@ inline void validate(const ggml_rope_params& p) {
   if (p.n_dims < 2 || p.n_dims % 2 != 0 || p.n_dims > max_rotary_dim)
     detail::scaling_error("n_dims", std::to_string(p.n_dims),
                           "must be even and in [2, " + std::to_string(max_rotary_dim) + "] (ggml)");
-  if (!(p.freq_base > 1.0) || !std::isfinite(p.freq_base))
+  if (!(p.freq_base > 1.0) || !detail::finite(p.freq_base))
     detail::scaling_error("freq_base", detail::format_double(p.freq_base),
                           "must be finite and greater than 1 (ggml)");
   detail::check_positive("freq_scale", p.freq_scale, type);
-  if (!(p.ext_factor >= 0.0 && p.ext_factor <= 1.0))
+  if (!(p.ext_factor >= 0.0 && p.ext_factor <= 1.0) || !detail::finite(p.ext_factor))
     detail::scaling_error("ext_factor", detail::format_double(p.ext_factor),
                           "must be in [0, 1] (ggml; llama.cpp's -1 means 1 for yarn, else 0)");
   detail::check_positive("attn_factor", p.attn_factor, type);
@@ -159,7 +159,7 @@ inline void validate(const ggml_rope_params& p) {
     const double t = detail::ggml_temperature(p.freq_scale);
     // attn_factor > 0 here: a <= 0 when t <= 0, and 0 when t is tiny and attn_factor subnormal.
     const double a = p.attn_factor * t;
-    if (!(a > 0.0) || !std::isfinite(a))
+    if (!(a > 0.0) || !detail::finite(a))
       detail::scaling_error(
           "freq_scale", detail::format_double(p.freq_scale),
           "gives the temperature 1 + 0.1 ln(1 / freq_scale) = " + detail::format_double(t) +

@@ -240,7 +240,7 @@ namespace detail {
 }
 
 inline void check_positive(const char* key, double v, const char* type) {
-  if (!(v > 0.0) || !std::isfinite(v))
+  if (!(v > 0.0) || !detail::finite(v))
     scaling_error(key, format_double(v), std::string("must be finite and > 0 (") + type + ")");
 }
 
@@ -257,7 +257,7 @@ inline void check_factor_list(const char* key, const std::vector<double>& list, 
                   "must have " + std::string(dims) + "/2 = " + std::to_string(pairs) +
                       " entries (" + type + ")");
   for (std::size_t j = 0; j < list.size(); ++j)
-    if (!(list[j] > 0.0) || !std::isfinite(list[j]))
+    if (!(list[j] > 0.0) || !detail::finite(list[j]))
       scaling_error(std::string(key) + "[" + std::to_string(j) + "]", format_double(list[j]),
                     std::string("must be finite and > 0 (") + type + ")");
 }
@@ -332,15 +332,15 @@ inline void validate(const spec& s, const scaling& sc) {
         detail::scaling_error("beta_fast", detail::format_double(sc.beta_fast),
                               "must be at least beta_slow=" + detail::format_double(sc.beta_slow) +
                                   " (yarn)");
-      if (!std::isfinite(sc.mscale))
+      if (!detail::finite(sc.mscale))
         detail::scaling_error("mscale", detail::format_double(sc.mscale), "must be finite (yarn)");
-      if (!std::isfinite(sc.mscale_all_dim))
+      if (!detail::finite(sc.mscale_all_dim))
         detail::scaling_error("mscale_all_dim", detail::format_double(sc.mscale_all_dim),
                               "must be finite (yarn)");
       if (sc.attention_factor)
         detail::check_positive("attention_factor", *sc.attention_factor, name);
       const double a = detail::yarn_attention_factor(sc);
-      if (!(a > 0.0) || !std::isfinite(a))
+      if (!(a > 0.0) || !detail::finite(a))
         detail::scaling_error("mscale", detail::format_double(sc.mscale),
                               "with mscale_all_dim=" + detail::format_double(sc.mscale_all_dim) +
                                   " gives attention factor " + detail::format_double(a) +
@@ -441,7 +441,7 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
       }
       const long double b_ld = detail::ntk_base_ld(s.base, g, d);
       const double b = static_cast<double>(b_ld);
-      if (!(b > 1.0) || !std::isfinite(b))
+      if (!(b > 1.0) || !detail::finite(b))
         detail::scaling_error("factor", detail::format_double(sc.factor),
                               std::string("gives the base ") + detail::format_double(b) +
                                   ", which must be finite and > 1 (" + to_string(sc.type) + ")");
@@ -496,7 +496,7 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
         // A factor that puts w_j / s past double's range is refused below, as in double.
         const double interpolated = w[j] / sc.factor;
         const ld wj = detail::default_inv_freq_ld(s.base, j, d);  // theta_j, not yet rounded
-        w[j] = !std::isfinite(interpolated)
+        w[j] = !detail::finite(interpolated)
                    ? interpolated
                    : static_cast<double>(wj / static_cast<ld>(sc.factor) * ramp + wj * (1 - ramp));
       }
@@ -541,7 +541,7 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
                           (static_cast<ld>(sc.high_freq_factor) - sc.low_freq_factor);
         const double interpolated = theta / sc.factor;  // past double's range: refused below
         const ld blend = (1 - smooth) * t / static_cast<ld>(sc.factor) + smooth * t;
-        w[j] = !std::isfinite(interpolated) ? interpolated : static_cast<double>(blend);
+        w[j] = !detail::finite(interpolated) ? interpolated : static_cast<double>(blend);
       }
       f.identity = {id, s.base, sc.factor, sc.low_freq_factor, sc.high_freq_factor, m0};
       f.description = "llama3:factor=" + detail::format_double(sc.factor);
@@ -591,7 +591,7 @@ inline scaled_frequencies compute_frequencies(const spec& s, const scaling& sc,
   // A factor (or LongRoPE list entry) so small that a frequency divided by it passes double's
   // range (a subnormal is > 0, so validate accepts it): named by that key, not by inv_freq.
   for (std::size_t j = 0; j < pairs; ++j) {
-    if (std::isfinite(w[j])) continue;
+    if (detail::finite(w[j])) continue;
     const bool list = sc.type == scaling_type::longrope;
     const bool use_long = list && out.choice.list == factor_list::long_factors;
     const std::string key = !list ? std::string("factor")
@@ -754,7 +754,7 @@ class scaling_keys {
   std::optional<std::int64_t> length(const char* key) const {
     std::optional<double> v = number(key);
     if (!v) return std::nullopt;
-    if (!(*v > 0) || !std::isfinite(*v) || std::floor(*v) != *v || *v > 9.0e15)
+    if (!(*v > 0) || !detail::finite(*v) || std::floor(*v) != *v || *v > 9.0e15)
       scaling_error(key, format_double(*v),
                     std::string("must be a positive integer (") + type_ + ")");
     return static_cast<std::int64_t>(*v);
@@ -837,11 +837,11 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
   for (const auto& [key, v] : m) {
-    if (v.type() == config_value::kind::number && !std::isfinite(v.number()))
+    if (v.type() == config_value::kind::number && !detail::finite(v.number()))
       detail::scaling_error(key, detail::format_double(v.number()), "must be finite");
     if (v.type() == config_value::kind::list)
       for (std::size_t j = 0; j < v.list().size(); ++j)
-        if (!std::isfinite(v.list()[j]))
+        if (!detail::finite(v.list()[j]))
           detail::scaling_error(key + "[" + std::to_string(j) + "]",
                                 detail::format_double(v.list()[j]), "must be finite");
   }
@@ -860,7 +860,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
 
   // The spec.
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
-  if (!(theta > 1.0) || !std::isfinite(theta))
+  if (!(theta > 1.0) || !detail::finite(theta))
     detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
   if (cfg.qk_rope_head_dim < 0)
     detail::scaling_error("qk_rope_head_dim", std::to_string(cfg.qk_rope_head_dim),
@@ -879,7 +879,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   if (head_dim <= 0)
     detail::scaling_error(head_key, std::to_string(head_dim), "must be positive");
   const double rho = keys.number("partial_rotary_factor").value_or(cfg.partial_rotary_factor);
-  if (!(rho > 0.0) || !(rho <= 1.0))
+  if (!(rho > 0.0) || !(rho <= 1.0) || !detail::finite(rho))
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho), "must be in (0, 1]");
   // proportional (Gemma 4) rotates pairs across the whole head and reads rho as the share of
   // them that rotate: rotary_dim = head_dim, rotated_pairs = int(rho * head_dim // 2) (HF).
@@ -982,7 +982,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                     std::to_string(out.spec.rotary_dim) + ")");
         const double b = static_cast<double>(
             detail::ntk_base_ld(out.spec.base, *alpha, out.spec.rotary_dim));
-        if (!(b > 1.0) || !std::isfinite(b))
+        if (!(b > 1.0) || !detail::finite(b))
           detail::scaling_error("alpha", detail::format_double(*alpha),
                                 "gives the base " + detail::format_double(b) +
                                     ", which must be finite and > 1 (dynamic with alpha)");
@@ -1056,24 +1056,25 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
 
 namespace detail {
 
-// s + t = a + b exactly.
+// s + t = a + b exactly (opaque after every step: -ffast-math's reassociation would fold t to
+// zero or regroup a - (s - bb) inexactly).
 inline void two_sum(double a, double b, double& s, double& t) noexcept {
-  s = a + b;
-  const double bb = s - a;
-  t = (a - (s - bb)) + (b - bb);
+  s = opaque(a + b);
+  const double bb = opaque(s - a);
+  t = opaque(a - opaque(s - bb)) + opaque(b - bb);
 }
 
 /// cos and sin of q*wb - p*wa, with both products and their difference formed in
 /// double-double, so the angle is accurate to about 2^-53 of itself however large p is.
 inline void cos_sin_of_difference(double q, double wb, double p, double wa, double& c,
                                   double& s) noexcept {
-  const double hb = q * wb, lb = std::fma(q, wb, -hb);
-  const double ha = p * wa, la = std::fma(p, wa, -ha);
+  const double hb = opaque(q * wb), lb = exact_fma(q, wb, -hb);  // see two_sum, exact_fma
+  const double ha = opaque(p * wa), la = exact_fma(p, wa, -ha);
   double sum, err;
   two_sum(hb, -ha, sum, err);
   const double tail = err + (lb - la);
-  const double hi = sum + tail;
-  cos_sin_of_sum(hi, tail - (hi - sum), c, s);
+  const double hi = opaque(sum + tail);
+  cos_sin_of_sum(hi, tail - opaque(hi - sum), c, s);
 }
 
 /// Valid frequencies whose angles p * w_j stay finite for every position below 2^32 (and their
@@ -1082,8 +1083,8 @@ inline bool frequencies_ok(const frequencies& f) noexcept {
   if (f.rotary_dim < 2 || f.rotary_dim % 2 != 0 || f.rotary_dim > max_rotary_dim) return false;
   if (f.inv_freq.size() != static_cast<std::size_t>(f.rotary_dim / 2)) return false;
   for (double w : f.inv_freq)
-    if (!(w >= 0.0) || !(w < 0x1p990)) return false;
-  return f.attention_factor > 0.0 && std::isfinite(f.attention_factor);
+    if (!(w >= 0.0) || !(w < 0x1p990) || !detail::finite(w)) return false;
+  return f.attention_factor > 0.0 && detail::finite(f.attention_factor);
 }
 
 /// Keys at positions p rotated with `from` become keys at p + delta rotated with `to`.
@@ -1169,7 +1170,7 @@ status rerotate_checked(const frequencies& from, const frequencies& to, layout l
                 "Dim (the rotary dim) must be even and <= rope::max_rotary_dim");
   if (l != layout::interleaved && l != layout::half_split) return status::bad_option;
   if (!frequencies_ok(from) || !frequencies_ok(to) || from.rotary_dim != to.rotary_dim ||
-      !std::isfinite(to.attention_factor / from.attention_factor))
+      !detail::finite(to.attention_factor / from.attention_factor))
     return status::bad_dimension;
   if (Dim != 0 && static_cast<std::size_t>(to.rotary_dim) != Dim) return status::bad_dimension;
   // Out of place within one cache (keys moved by whole tokens) is accepted where the order of

@@ -130,7 +130,7 @@ inline bool mrope_sections_match(const mrope_sections& s, std::ptrdiff_t rotary_
 }
 
 inline void check_base(double base) {
-  if (!(base > 1.0) || !std::isfinite(base))
+  if (!(base > 1.0) || !detail::finite(base))
     raise(error_kind::invalid_argument,
           "base=" + format_double(base) + " must be finite and greater than 1");
 }

@@ -120,9 +120,10 @@ inline void cos_sin_of_sum(double hi, double lo, double& c, double& s) noexcept 
 }
 
 /// cos and sin of the exact product p*w: the product is split into hi + lo (exact, by fma).
+/// (opaque: under -ffast-math Clang folds fma(p, w, -(p * w)) to 0.)
 inline void cos_sin_of_product(double p, double w, double& c, double& s) noexcept {
-  const double hi = p * w;
-  cos_sin_of_sum(hi, std::fma(p, w, -hi), c, s);
+  const double hi = opaque(p * w);
+  cos_sin_of_sum(hi, exact_fma(p, w, -hi), c, s);
 }
 
 /// Whether long double carries more digits than double (x86: 64, AArch64 Linux: 113; MSVC and
@@ -132,12 +133,22 @@ inline constexpr bool long_double_is_wider =
 
 /// cos and sin of the exact product p*w in long double (for double tables, where long double
 /// is wider than double): cos and sin of the double hi of the angle (std::cos and std::sin of a
-/// long double reduce it exactly) rotated by its low part lo.
+/// long double reduce it exactly) rotated by its low part lo. Under GCC's -ffast-math the
+/// function is compiled without -funsafe-math-optimizations and calls cosl / sinl itself: with
+/// them, GCC inlines x87 fcos / fsin, whose argument reduction is off by about 5e-12 at 4e9 rad.
+#if ROPE_FAST_MATH_ && defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-unsafe-math-optimizations")))
+#endif
 inline void cos_sin_wide(double p, double w, long double& c, long double& s) noexcept {
   using ld = long double;
-  const double hi = p * w, lo = std::fma(p, w, -hi);
+  const double hi = opaque(p * w), lo = exact_fma(p, w, -hi);
+#if ROPE_FAST_MATH_ && defined(__GNUC__) && !defined(__clang__)
+  const ld a = ::cosl(static_cast<ld>(hi)), b = ::sinl(static_cast<ld>(hi));
+  const ld ca = ::cosl(static_cast<ld>(lo)), sa = ::sinl(static_cast<ld>(lo));
+#else
   const ld a = std::cos(static_cast<ld>(hi)), b = std::sin(static_cast<ld>(hi));
   const ld ca = std::cos(static_cast<ld>(lo)), sa = std::sin(static_cast<ld>(lo));
+#endif
   c = a * ca - b * sa;
   s = b * ca + a * sa;
 }
@@ -176,9 +187,9 @@ inline void cos_sin_rows(double w, std::uint64_t step, std::uint64_t rows, std::
       const ld cv = qc[q] * mc[m] - qs[q] * ms[m];
       const ld sv = qs[q] * mc[m] + qc[q] * ms[m];
       const std::size_t k = static_cast<std::size_t>(r) * stride;
-      c[k] = static_cast<double>(cv);
+      c[k] = opaque(static_cast<double>(cv));  // opaque: -ffast-math folded cl to cv - cv
       cl[k] = static_cast<double>(cv - static_cast<ld>(c[k]));
-      s[k] = static_cast<double>(sv);
+      s[k] = opaque(static_cast<double>(sv));
       sl[k] = static_cast<double>(sv - static_cast<ld>(s[k]));
     }
   } else {
@@ -197,11 +208,11 @@ inline void check_frequencies(const frequencies& f) {
           "inv_freq has " + std::to_string(f.inv_freq.size()) + " entries, rotary_dim/2 = " +
               std::to_string(f.rotary_dim / 2) + " expected");
   for (std::size_t j = 0; j < f.inv_freq.size(); ++j)
-    if (!(f.inv_freq[j] >= 0.0) || !std::isfinite(f.inv_freq[j]))
+    if (!(f.inv_freq[j] >= 0.0) || !detail::finite(f.inv_freq[j]))
       raise(error_kind::invalid_argument, "inv_freq[" + std::to_string(j) +
                                               "]=" + format_double(f.inv_freq[j]) +
                                               " must be finite and >= 0");
-  if (!(f.attention_factor > 0.0) || !std::isfinite(f.attention_factor))
+  if (!(f.attention_factor > 0.0) || !detail::finite(f.attention_factor))
     raise(error_kind::invalid_argument, "attention_factor=" + format_double(f.attention_factor) +
                                             " must be finite and > 0");
 }
@@ -245,7 +256,7 @@ inline void check_request(const frequencies& f, layout l, std::int64_t positions
   // Finite frequencies can pass that only when absurdly large (a linear factor of 1e-308).
   const double last = static_cast<double>(positions - 1);
   for (std::size_t j = 0; j < f.inv_freq.size(); ++j)
-    if (!std::isfinite(last * f.inv_freq[j]))
+    if (!detail::finite(last * f.inv_freq[j]))
       raise(error_kind::invalid_argument,
             "inv_freq[" + std::to_string(j) + "]=" + format_double(f.inv_freq[j]) +
                 " times the last position " + std::to_string(positions - 1) +
@@ -368,9 +379,10 @@ class table {
 
   static constexpr std::size_t round_up(std::size_t n, std::size_t k) { return (n + k - 1) / k * k; }
 
-  // v rounded to Real, and what that rounding left out (exact in double), rounded to Real.
+  // v rounded to Real, and what that rounding left out (exact in double), rounded to Real
+  // (opaque: keeps -ffast-math from reading double(Real(v)) as v).
   static Real low_part(double v, Real hi) noexcept {
-    return static_cast<Real>(v - static_cast<double>(hi));
+    return static_cast<Real>(v - static_cast<double>(detail::opaque(hi)));
   }
 
   // Entry j of a row (and of its low parts when lo is not null) from A*cos and A*sin.
@@ -588,18 +600,20 @@ class table {
     const double* fcl = hv.fcl + l * P;
     const double* fsl = hv.fsl + l * P;
     for (std::size_t j = 0; j < P; ++j) {
+      // The four high products, each with its exact rounding error by fma (opaque: under
+      // -ffast-math Clang folds fma(x, y, -(x * y)) to 0; exact_fma: see config.hpp).
+      const double pcc = detail::opaque(cc[j] * fc[j]), pss = detail::opaque(cs[j] * fs[j]);
+      const double psc = detail::opaque(cs[j] * fc[j]), pcs = detail::opaque(cc[j] * fs[j]);
       // (cc + ccl)(fc + fcl) - (cs + csl)(fs + fsl), dropping the products of two low parts.
       const double c_tail = std::fma(
           cc[j], fcl[j], std::fma(ccl[j], fc[j], -std::fma(cs[j], fsl[j], csl[j] * fs[j])));
-      const double c =
-          combine_exact(cc[j] * fc[j], std::fma(cc[j], fc[j], -(cc[j] * fc[j])) + c_tail,
-                        -(cs[j] * fs[j]), -std::fma(cs[j], fs[j], -(cs[j] * fs[j])), a);
+      const double c = combine_exact(pcc, detail::exact_fma(cc[j], fc[j], -pcc) + c_tail, -pss,
+                                     -detail::exact_fma(cs[j], fs[j], -pss), a);
       // (cs + csl)(fc + fcl) + (cc + ccl)(fs + fsl)
       const double s_tail = std::fma(
           cs[j], fcl[j], std::fma(csl[j], fc[j], std::fma(cc[j], fsl[j], ccl[j] * fs[j])));
-      const double s =
-          combine_exact(cs[j] * fc[j], std::fma(cs[j], fc[j], -(cs[j] * fc[j])) + s_tail,
-                        cc[j] * fs[j], std::fma(cc[j], fs[j], -(cc[j] * fs[j])), a);
+      const double s = combine_exact(psc, detail::exact_fma(cs[j], fc[j], -psc) + s_tail, pcs,
+                                     detail::exact_fma(cc[j], fs[j], -pcs), a);
       if (layout_ == layout::interleaved) {
         out[2 * j] = out[2 * j + 1] = static_cast<Real>(c);
         out[width_ + 2 * j] = static_cast<Real>(-s);
@@ -613,10 +627,12 @@ class table {
   // a * (x + ex + y + ey), where x + y is formed exactly as hi + lo (Knuth's two-sum) and ex, ey
   // are the products' rounding errors (and low-part terms): rounded once at the end.
   static double combine_exact(double x, double ex, double y, double ey, double a) noexcept {
-    const double hi = x + y;
-    const double t = hi - x;
-    const double lo = (x - (hi - t)) + (y - t) + ex + ey;
-    return std::fma(a, hi, a * lo);
+    // opaque after every step: -ffast-math's reassociation folds the two-sum's error term to
+    // zero, cancels t against -t, or rewrites x - (hi - t) as (x + t) - hi, which is inexact.
+    const double hi = detail::opaque(x + y);
+    const double t = detail::opaque(hi - x);
+    const double lo = detail::opaque(x - detail::opaque(hi - t)) + detail::opaque(y - t) + ex + ey;
+    return detail::exact_fma(a, hi, a * lo);
   }
 
   rope::frequencies freqs_;

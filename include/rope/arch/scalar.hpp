@@ -140,29 +140,15 @@ inline Real combine(Real a, Real b, Real c, Real s) noexcept {
   return std::fma(a, c, Minus ? -p : p);
 }
 
-/// x unchanged, opaque to the optimizer. GCC (12, -O2 with FMA) rewrites -fma(x, y, z) as
-/// fma(-x, y, -z), which is +0 where the negation of an exact +0 is -0: with q = fma(b, s_lo,
-/// e), fma(a, c_lo, -q) then lost the sign of zero outputs of zero pairs (inputs +-0), against
-/// the vector paths' fmsub, which negates q exactly. An empty asm costs no instruction.
-template <class Real>
-inline Real opaque(Real x) noexcept {
-#if defined(__GNUC__) && defined(__SSE2__)
-  __asm__("" : "+x"(x));
-#elif defined(__GNUC__) && defined(__aarch64__)
-  __asm__("" : "+w"(x));
-#else
-  volatile Real v = x;
-  x = v;
-#endif
-  return x;
-}
-
 /// combine plus the correction by the low parts c_lo, s_lo, for 16-bit outputs (file comment).
 template <bool Minus, class Real>
 inline Real combine_precise(Real a, Real b, Real c, Real s, Real c_lo, Real s_lo) noexcept {
   const Real p = b * s;
   const Real r = std::fma(a, c, Minus ? -p : p);
-  const Real q = opaque(std::fma(b, s_lo, std::fma(b, s, -p)));
+  // detail::opaque: GCC (12, -O2 with FMA) rewrote -fma(x, y, z) as fma(-x, y, -z), which is +0
+  // where the negation of an exact +0 is -0: with q = fma(b, s_lo, e), fma(a, c_lo, -q) then lost
+  // the sign of zero outputs of zero pairs (inputs +-0), against the vector paths' fmsub.
+  const Real q = detail::opaque(std::fma(b, s_lo, std::fma(b, s, -p)));
   const Real corr = std::fma(a, c_lo, Minus ? -q : q);
   return r + corr;
 }
