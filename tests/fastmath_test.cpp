@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fastmath_oracle.hpp"
+#include "sampled_positions.hpp"
 #include "test_scale.hpp"
 
 #define FASTMATH_STR_I(x) #x
@@ -48,16 +49,9 @@ TEST(FastMath, FileHasItsOwnCopyOfRope) {
   EXPECT_EQ(here.back(), plain.back() + 2) << here << " vs " << plain;
 }
 
+// Fewer positions than table_test's: the oracle's long double cos/sin dominate the time.
 std::vector<std::int64_t> sampled_positions(std::int64_t limit) {
-  std::vector<std::int64_t> p;
-  for (std::int64_t i = 0; i < 300 && i < limit; ++i) p.push_back(i);
-  for (int k = 9; (std::int64_t{1} << k) < limit; ++k)
-    for (std::int64_t d = -1; d <= 1; ++d)
-      if ((std::int64_t{1} << k) + d < limit) p.push_back((std::int64_t{1} << k) + d);
-  std::mt19937_64 gen(7);
-  for (int i = 0; i < 500; ++i)
-    p.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(limit)));
-  return p;
+  return rope_test::sampled_positions(limit, 300, 9, 500, 7);
 }
 
 // Table.DoubleEntriesWithinHalfAnUlp's bound, on a smaller grid: without the barriers GCC's

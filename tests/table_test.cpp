@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oracle.hpp"
+#include "sampled_positions.hpp"
 #include "test_scale.hpp"
 
 namespace {
@@ -19,16 +20,7 @@ namespace {
 using ld = long double;
 constexpr ld kU = 0x1p-24L;
 
-std::vector<std::int64_t> sampled_positions(std::int64_t limit) {
-  std::vector<std::int64_t> p;
-  for (std::int64_t i = 0; i < 1024 && i < limit; ++i) p.push_back(i);
-  for (int k = 10; (std::int64_t{1} << k) < limit; ++k)
-    for (std::int64_t d = -1; d <= 1; ++d)
-      if ((std::int64_t{1} << k) + d < limit) p.push_back((std::int64_t{1} << k) + d);
-  std::mt19937_64 gen(99);
-  for (int i = 0; i < 2000; ++i) p.push_back(static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(limit)));
-  return p;
-}
+using rope_test::sampled_positions;
 
 // Pair j's cos and sin in a table row (m = row_width()): interleaved rows hold C[2j] = C[2j+1]
 // and S[2j+1] = -S[2j], half-split rows C[j] and S[j].
