@@ -1,11 +1,11 @@
-// rope in a file compiled with -ffast-math (tests/CMakeLists.txt; the program is linked without
-// it, so the CPU's subnormal mode stays IEEE's), and again for baseline x86-64 without fma
-// instructions (fastmath_baseline_test.cpp, where Clang splits std::fma). What holds there: the file gets its own copy of
-// rope (another build-mode namespace); double tables keep their entries within half an ulp plus
-// 2^-58 A (the error-free transforms that form them are kept from being folded, and cos/sin are
-// not x87's); float outputs stay within 3 * 2^-24 r; NaN and Inf parameters are still refused,
-// though -ffinite-math-only folds std::isfinite to true. Checked against fastmath_oracle.cpp,
-// compiled without -ffast-math.
+// rope in a file compiled with -ffast-math (tests/CMakeLists.txt; the program is linked without it,
+// so the CPU's subnormal mode stays IEEE's), and again for baseline x86-64 without fma instructions
+// (fastmath_baseline_test.cpp, where Clang splits std::fma). What holds there: the file gets its
+// own copy of rope (another build-mode namespace); double tables keep their entries within half an
+// ulp plus 2^-58 A (the error-free transforms that form them are kept from being folded, and
+// cos/sin are not x87's); float outputs stay within 3 * 2^-24 r; NaN and Inf parameters are still
+// refused, though -ffinite-math-only folds std::isfinite to true. Checked against
+// fastmath_oracle.cpp, compiled without -ffast-math.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "double_entries.hpp"
 #include "fastmath_oracle.hpp"
 #include "sampled_positions.hpp"
 #include "test_scale.hpp"
@@ -59,47 +60,13 @@ std::vector<std::int64_t> sampled_positions(std::int64_t limit) {
 // and inlined x87 fcos / fsin (up to 5e-12 off near p = 2^32).
 TEST(FastMath, DoubleTableEntriesWithinHalfAnUlp) {
   if (!rope::detail::long_double_is_wider) GTEST_SKIP() << "long double is double here";
-  struct grid {
-    int rotary_dim;
-    std::int64_t dense_length, compact_length;
-  };
-  std::vector<grid> grids = {{8, 1 << 12, std::int64_t{1} << 32}};
+  std::vector<rope_test::double_entries_grid> grids = {{8, 1 << 12, std::int64_t{1} << 32}};
   if (!rope_test::quick_scale()) grids.push_back({128, 1 << 12, (std::int64_t{1} << 24) + 1});
-  ld worst = 0;
-  for (const grid& g : grids)
-    for (double base : {1e4, 1e7})
-      for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-        for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
-          const rope::frequencies f =
-              rope::default_frequencies(rope::make_spec(g.rotary_dim, g.rotary_dim, base, l));
-          const std::int64_t n = mode == rope::table_mode::dense ? g.dense_length : g.compact_length;
-          auto tab = rope::table<double>::build(f, l, n, mode);
-          ASSERT_EQ(tab->mode(), mode);
-          const std::size_t P = f.inv_freq.size(), m = tab->row_width();
-          std::vector<double> scratch(2 * m);
-          for (std::int64_t p : sampled_positions(n)) {
-            const double* row = tab->row(p, scratch.data());
-            for (std::size_t j = 0; j < P; ++j) {
-              ld c, s;
-              fastmath_oracle::cos_sin(p, f.inv_freq[j], c, s);
-              const bool inter = l == rope::layout::interleaved;
-              const double gc = inter ? row[2 * j] : row[j];
-              const double gs = inter ? row[m + 2 * j + 1] : row[m + j];
-              for (const auto& [got, want] : {std::pair<double, ld>{gc, c}, {gs, s}}) {
-                const ld err = std::fabs(static_cast<ld>(got) - want);
-                const ld half_ulp =
-                    static_cast<ld>(std::nextafter(std::fabs(got), 2.0) - std::fabs(got)) / 2;
-                worst = std::max(worst, err / 0x1p-53L);
-                ASSERT_LE(err, half_ulp + 0x1p-58L)
-                    << "p=" << p << " j=" << j << " base=" << base << " rotary_dim="
-                    << g.rotary_dim << " " << rope::to_string(l) << " mode "
-                    << static_cast<int>(mode);
-              }
-            }
-          }
-        }
+  rope_test::double_entries_worst worst;
+  rope_test::check_double_entries(grids, {1e4, 1e7}, {1.0}, fastmath_oracle::cos_sin,
+                                  sampled_positions, worst);
   std::printf("-ffast-math double entries: |entry - exact| <= %.4f * 2^-53\n",
-              static_cast<double>(worst));
+              static_cast<double>(worst.error));
 }
 
 // Float tables and rope::apply (dense and compact tables, both layouts): within the accuracy

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "double_entries.hpp"
 #include "oracle.hpp"
 #include "sampled_positions.hpp"
 #include "test_scale.hpp"
@@ -197,56 +198,21 @@ TEST(Table, LowPartsCarryEntriesTo2ToMinus47) {
 // long double is emulated): rotary dim 8 only.
 TEST(Table, DoubleEntriesWithinHalfAnUlp) {
   if (!rope::detail::long_double_is_wider) GTEST_SKIP() << "long double is double here";
-  ld worst_excess = 0;  // largest |entry - exact| - half an ulp of the entry, in units of 2^-53 A
-  ld worst = 0;         // largest |entry - exact|, in units of 2^-53 A
-  struct grid {
-    int rotary_dim;
-    std::int64_t dense_length, compact_length;
-  };
-  std::vector<grid> grids = {{8, 1 << 16, std::int64_t{1} << 32}};
+  std::vector<rope_test::double_entries_grid> grids = {{8, 1 << 16, std::int64_t{1} << 32}};
   if (!rope_test::quick_scale()) grids.push_back({128, 1 << 14, (std::int64_t{1} << 24) + 1});
-  for (const grid& g : grids)
-    for (double base : {1e4, 1e7})
-      for (double a : {1.0, 1.1902380714238083})
-        for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split})
-          for (rope::table_mode mode : {rope::table_mode::dense, rope::table_mode::compact}) {
-            rope::frequencies f =
-                rope::default_frequencies(rope::make_spec(g.rotary_dim, g.rotary_dim, base, l));
-            f.attention_factor = a;
-            const std::int64_t n =
-                mode == rope::table_mode::dense ? g.dense_length : g.compact_length;
-            auto tab = rope::table<double>::build(f, l, n, mode);
-            ASSERT_EQ(tab->mode(), mode);
-            const std::size_t P = f.inv_freq.size(), m = tab->row_width();
-            std::vector<double> scratch(2 * m);
-            for (std::int64_t p : sampled_positions(n)) {
-              const double* row = tab->row(p, scratch.data());
-              for (std::size_t j = 0; j < P; ++j) {
-                const oracle::cos_sin cs = oracle::cos_sin_of_product(p, f.inv_freq[j]);
-                const auto [gc, gs] = cos_sin_of(row, m, j, l);
-                for (const auto& [got, want] :
-                     {std::pair<double, ld>{gc, a * cs.c}, std::pair<double, ld>{gs, a * cs.s}}) {
-                  const ld err = std::fabs(static_cast<ld>(got) - want);
-                  const ld half_ulp =
-                      static_cast<ld>(std::nextafter(std::fabs(got), 2.0 * a) - std::fabs(got)) / 2;
-                  worst = std::max(worst, err / (0x1p-53L * a));
-                  worst_excess = std::max(worst_excess, (err - half_ulp) / (0x1p-53L * a));
-                  ASSERT_LE(err, half_ulp + 0x1p-58L * a)
-                      << "p=" << p << " j=" << j << " base=" << base << " A=" << a
-                      << " rotary_dim=" << g.rotary_dim << " " << rope::to_string(l) << " mode "
-                      << static_cast<int>(mode);
-                }
-                if (l == rope::layout::interleaved) {
-                  ASSERT_EQ(row[2 * j], row[2 * j + 1]);
-                  ASSERT_EQ(row[m + 2 * j], -row[m + 2 * j + 1]);
-                }
-              }
-            }
-          }
+  rope_test::double_entries_worst worst;
+  rope_test::check_double_entries(
+      grids, {1e4, 1e7}, {1.0, 1.1902380714238083},
+      [](std::int64_t p, double w, ld& c, ld& s) {
+        const oracle::cos_sin cs = oracle::cos_sin_of_product(p, w);
+        c = cs.c;
+        s = cs.s;
+      },
+      [](std::int64_t n) { return sampled_positions(n); }, worst);
   std::printf(
       "double entries: |entry - exact| <= %.4f * 2^-53 A, at most %.5f * 2^-53 A past half an "
       "ulp\n",
-      static_cast<double>(worst), static_cast<double>(worst_excess));
+      static_cast<double>(worst.error), static_cast<double>(worst.excess));
 }
 
 TEST(Table, DefaultFrequenciesMatchFormula) {

@@ -187,7 +187,7 @@ inline void cos_sin_rows(double w, std::uint64_t step, std::uint64_t rows, std::
       const ld cv = qc[q] * mc[m] - qs[q] * ms[m];
       const ld sv = qs[q] * mc[m] + qc[q] * ms[m];
       const std::size_t k = static_cast<std::size_t>(r) * stride;
-      c[k] = opaque(static_cast<double>(cv));  // opaque: -ffast-math folded cl to cv - cv
+      c[k] = opaque(static_cast<double>(cv));  // opaque: -ffast-math may read double(cv) as cv
       cl[k] = static_cast<double>(cv - static_cast<ld>(c[k]));
       s[k] = opaque(static_cast<double>(sv));
       sl[k] = static_cast<double>(sv - static_cast<ld>(s[k]));
