@@ -28,13 +28,43 @@ namespace {
 using ld = long double;
 constexpr rope::layout kLayouts[] = {rope::layout::interleaved, rope::layout::half_split};
 
-// HF's stream (0 temporal, 1 height, 2 width) of each of `pairs` pairs. Qwen2-VL: cos/sin of
-// width 2 * pairs (the frequencies twice) split by mrope_section * 2, chunk i taking stream
-// i % 3; pair j is element j's. Qwen3-VL (interleaved): start from temporal, then for stream
-// k = 1, 2 the elements k, k + 3, ... below 3 * section[k] take stream k.
-std::vector<int> hf_streams(const int section[3], bool interleaved, int pairs) {
+// How a model assigns its pairs to the streams: Qwen2-VL's consecutive sections, Qwen3-VL's
+// interleaved ones, ERNIE-4.5-VL's (mrope_section read as [height, width, temporal]).
+enum class order { sections, interleaved, ernie };
+
+// HF's stream (0 temporal, 1 height, 2 width) of each of `pairs` pairs, `section` the config's
+// mrope_section; empty where HF's construction raises. Qwen2-VL: cos/sin of width 2 * pairs
+// (the frequencies twice) split by mrope_section * 2, chunk i taking stream i % 3; pair j is
+// element j's. Qwen3-VL (interleaved): start from temporal, then for stream k = 1, 2 the
+// elements k, k + 3, ... below 3 * section[k] take stream k. ERNIE-4.5-VL ([h, w, t]):
+// inv_freq_3d[:h + w] = cat(inv_freq[:-t][0::2], inv_freq[:-t][1::2]), inv_freq_3d[-t:] =
+// inv_freq[-t:]; the per-pair angles split by mrope_section, chunk i taking stream (i + 1) % 3
+// (height, width, temporal); the height and width chunks stacked entry by entry (torch.stack:
+// equal lengths), the temporal chunk after. It raises where those tensors do not fit: t = 0
+// (inv_freq[:-0] is empty), h != w, or a sum that is not `pairs`. Each pair must then still turn
+// by its own frequency: checked here.
+std::vector<int> hf_streams(const int section[3], order kind, int pairs) {
   std::vector<int> stream(static_cast<std::size_t>(pairs), 0);
-  if (interleaved) {
+  if (kind == order::ernie) {
+    const int h = section[0], w = section[1], t = section[2];
+    if (t == 0 || h != w || h + w + t != pairs) return {};
+    const std::size_t P = static_cast<std::size_t>(pairs), T = static_cast<std::size_t>(t);
+    std::vector<std::size_t> head(P - T), freq_3d;  // inv_freq[:-t] as indices, then inv_freq_3d
+    for (std::size_t i = 0; i < head.size(); ++i) head[i] = i;
+    for (std::size_t parity : {0u, 1u})
+      for (std::size_t i = parity; i < head.size(); i += 2) freq_3d.push_back(head[i]);
+    for (std::size_t i = P - T; i < P; ++i) freq_3d.push_back(i);
+    EXPECT_EQ(freq_3d.size(), P);
+    for (int i = 0; i < h; ++i)
+      for (int c = 0; c < 2; ++c) {  // stack([h, w]): entry 2i from chunk 0, 2i + 1 from chunk 1
+        const int j = 2 * i + c, entry = c * h + i;
+        stream[static_cast<std::size_t>(j)] = (c + 1) % 3;
+        EXPECT_EQ(freq_3d[static_cast<std::size_t>(entry)], static_cast<std::size_t>(j));
+      }
+    for (std::size_t j = P - T; j < P; ++j) EXPECT_EQ(freq_3d[j], j);  // chunk 2: temporal
+    return stream;
+  }
+  if (kind == order::interleaved) {
     for (int k = 1; k <= 2; ++k)
       for (int i = k; i < 3 * section[k] && i < pairs; i += 3)
         stream[static_cast<std::size_t>(i)] = k;
@@ -52,17 +82,22 @@ std::vector<int> hf_streams(const int section[3], bool interleaved, int pairs) {
 struct model {
   const char* name;
   int head_dim;
-  int section[3];
-  bool interleaved;
+  int section[3];  // the config's mrope_section
+  order kind;
 };
-// Qwen2-VL / Qwen2.5-VL (d = 128), Qwen3-VL (d = 128), and a small head with odd counts.
-const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, false},
-                         {"qwen3-vl", 128, {24, 20, 20}, true},
-                         {"small-sections", 40, {4, 7, 9}, false},
-                         {"small-interleaved", 40, {8, 6, 6}, true}};
+// Qwen2-VL / Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL (d = 128), GLM-4.1V (Qwen2-VL's construction
+// over d = 64 of heads of 128: partial_rotary_factor 0.5), and small heads with odd counts.
+const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, order::sections},
+                         {"qwen3-vl", 128, {24, 20, 20}, order::interleaved},
+                         {"ernie-4.5-vl", 128, {22, 22, 20}, order::ernie},
+                         {"glm-4.1v", 128, {8, 12, 12}, order::sections},  // half of each head
+                         {"small-sections", 40, {4, 7, 9}, order::sections},
+                         {"small-interleaved", 40, {8, 6, 6}, order::interleaved},
+                         {"small-ernie", 40, {7, 7, 6}, order::ernie}};
 
 rope::mrope_sections sections_of(const model& m) {
-  return {m.section[0], m.section[1], m.section[2], m.interleaved};
+  if (m.kind == order::ernie) return {m.section[2], m.section[0], m.section[1], false, true};
+  return {m.section[0], m.section[1], m.section[2], m.kind == order::interleaved};
 }
 
 // Three position streams for n tokens: runs of text tokens (three equal positions) around
@@ -98,7 +133,7 @@ void check_model(const model& m, rope::layout l, rope::table_mode mode, rope::ro
   const std::vector<std::int64_t> pos = mixed_positions(n, base, 7);
   const std::int64_t* streams[3] = {pos.data(), pos.data() + n, pos.data() + 2 * n};
   std::vector<float> x = random_rows(n * H * static_cast<std::size_t>(D), 11);
-  const std::vector<int> stream = hf_streams(m.section, m.interleaved, pairs);
+  const std::vector<int> stream = hf_streams(m.section, m.kind, pairs);
   const std::size_t P = static_cast<std::size_t>(pairs);
   // Head 1 of each token: pairs that cancel to delta in [2^-13, 2^-10] of their norm once
   // rotated at their stream's position (R(-phi) (delta, 1)), where a 16-bit output depends
@@ -229,11 +264,14 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
   const int d = Dim ? static_cast<int>(Dim) : 2 * (2 + pick(D / 2 - 1));
   const rope::layout l = kLayouts[pick(2)];
   const int pairs = d / 2;
-  const bool interleaved = pick(2) == 1;
-  int h = pick(interleaved ? (pairs + 1) / 3 + 1 : pairs + 1);
-  int w = pick(interleaved ? pairs / 3 + 1 : pairs - h + 1);
+  const order kind = static_cast<order>(pick(3));
+  const bool interleaved = kind == order::interleaved;
+  int h = pick(interleaved            ? (pairs + 1) / 3 + 1
+               : kind == order::ernie ? (pairs - 1) / 2 + 1  // temporal > 0
+                                      : pairs + 1);
+  int w = kind == order::ernie ? h : pick(interleaved ? pairs / 3 + 1 : pairs - h + 1);
   if (h + w > pairs) w = pairs - h;
-  rope::mrope_sections sec{pairs - h - w, h, w, interleaved};
+  rope::mrope_sections sec{pairs - h - w, h, w, interleaved, kind == order::ernie};
   const int mistake = pick(6);  // 0: bad sections, 1: a position out of range, else valid
   if (mistake == 0) sec.temporal += pick(2) ? 1 : -1;
   const std::ptrdiff_t n = 1 + pick(12), H = 1 + pick(3);
@@ -269,7 +307,8 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
                             : mistake == 1 ? rope::status::position_out_of_range
                                            : rope::status::ok;
   ASSERT_EQ(got, want) << "D=" << D << " d=" << d << " sections " << sec.temporal << ","
-                       << sec.height << "," << sec.width << (interleaved ? " interleaved" : "");
+                       << sec.height << "," << sec.width << (interleaved ? " interleaved" : "")
+                       << (sec.hw_alternating ? " hw_alternating" : "");
   if (got != rope::status::ok) {
     ++calls_refused;
     ASSERT_EQ(0, std::memcmp(x.data(), x0.data(), size * sizeof(float)));
@@ -280,7 +319,8 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
   // The reference: rope::apply at each stream's positions, out of place into copies.
   std::vector<TOut> ref[3];
   const std::vector<int> stream =
-      hf_streams(std::array<int, 3>{sec.temporal, h, w}.data(), interleaved, pairs);
+      kind == order::ernie ? hf_streams(std::array<int, 3>{h, w, sec.temporal}.data(), kind, pairs)
+                           : hf_streams(std::array<int, 3>{sec.temporal, h, w}.data(), kind, pairs);
   for (int k = 0; k < 3; ++k) {
     ref[k] = out0;
     ASSERT_EQ(
@@ -328,9 +368,9 @@ TEST(Mrope, RandomCallsMatchApplyOrWriteNothing) {
   EXPECT_GT(refused, 300);
 }
 
-// apply_mrope accepts exactly the sections under which HF's construction gives each stream
-// its count of pairs (every split of 1..70 pairs, both kinds): checked on an empty view, so
-// nothing but the sections is looked at.
+// apply_mrope accepts exactly the sections under which HF's construction runs and gives each
+// stream its count of pairs (every split of 1..70 pairs, all three kinds): checked on an empty
+// view, so nothing but the sections is looked at. Both flags at once are refused.
 TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
   int accepted = 0;
   for (int pairs = 1; pairs <= 70; ++pairs) {
@@ -341,16 +381,25 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
     const std::int64_t p = 0;
     for (int h = 0; h <= pairs; ++h)
       for (int w = 0; w + h <= pairs; ++w)
-        for (bool interleaved : {false, true}) {
+        for (order kind : {order::sections, order::interleaved, order::ernie}) {
+          const bool interleaved = kind == order::interleaved, ernie = kind == order::ernie;
           const int section[3] = {pairs - h - w, h, w};
+          const int hf_section[3] = {h, w, pairs - h - w};  // ERNIE's config order
+          const std::vector<int> stream = hf_streams(ernie ? hf_section : section, kind, pairs);
           int count[3] = {0, 0, 0};
-          for (int k : hf_streams(section, interleaved, pairs)) ++count[k];
-          const bool want = count[0] == section[0] && count[1] == h && count[2] == w;
+          for (int k : stream) ++count[k];
+          const bool want = !stream.empty() && count[0] == section[0] && count[1] == h &&
+                            count[2] == w;
           const rope::status st = rope::apply_mrope<float>(
-              *tab, rope::mrope_sections{section[0], h, w, interleaved}, none, &p, &p, &p);
+              *tab, rope::mrope_sections{section[0], h, w, interleaved, ernie}, none, &p, &p, &p);
           ASSERT_EQ(st, want ? rope::status::ok : rope::status::bad_dimension)
               << pairs << " pairs: " << section[0] << "," << h << "," << w
-              << (interleaved ? " interleaved" : "");
+              << (interleaved ? " interleaved" : "") << (ernie ? " hw_alternating" : "");
+          if (ernie && want && h <= (pairs + 1) / 3) {
+            const rope::mrope_sections both{section[0], h, w, true, true};
+            ASSERT_EQ(rope::apply_mrope<float>(*tab, both, none, &p, &p, &p),
+                      rope::status::bad_dimension);
+          }
           accepted += want;
         }
   }
@@ -455,7 +504,8 @@ TEST(Mrope, ShiftPositionsShiftsEveryStream) {
   const std::ptrdiff_t n = 20, H = 2;
   for (const model& m : kModels) {
     if (m.head_dim != D) continue;
-    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, rope::layout::half_split), 40000);
+    const int d = 2 * (m.section[0] + m.section[1] + m.section[2]);  // GLM-4.1V: half the head
+    auto tab = rope::get_table<float>(rope::make_spec(D, d, 1e6, rope::layout::half_split), 40000);
     const rope::frequencies& f = tab->frequencies();
     const std::vector<std::int64_t> pos = mixed_positions(static_cast<std::size_t>(n), 5000, 4);
     const auto x = random_rows(static_cast<std::size_t>(n * H * D), 8);
@@ -540,6 +590,59 @@ TEST(Mrope, FromConfigReadsTheSections) {
     cfg.rope_scaling = bad;
     try {
       (void)rope::from_config(cfg, rope::layout::half_split);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("mrope_"), std::string::npos) << e.what();
+    }
+  }
+#endif
+  // GLM-4.1V: Qwen2-VL's sections over half of each head (partial_rotary_factor 0.5).
+  rope::model_config glm;
+  glm.head_dim = 128;
+  glm.partial_rotary_factor = 0.5;
+  glm.rope_scaling = {{"type", "default"}, {"mrope_section", {8, 12, 12}}};
+  m = rope::from_config(glm, rope::layout::interleaved);
+  EXPECT_EQ(m.spec.rotary_dim, 64);
+  EXPECT_EQ(m.mrope.temporal, 8);
+  EXPECT_EQ(m.mrope.height, 12);
+  EXPECT_EQ(m.mrope.width, 12);
+  EXPECT_FALSE(m.mrope.interleaved || m.mrope.hw_alternating);
+  // ERNIE-4.5-VL (HF's text config: rope_parameters {"rope_theta": 500000, "mrope_section":
+  // [22, 22, 20]}, interleaved pairs): by model_type, read as [height, width, temporal].
+  rope::model_config ernie;
+  ernie.rope_theta = 500000;
+  ernie.head_dim = 128;
+  ernie.rope_scaling = {{"mrope_section", {22, 22, 20}}};
+  m = rope::from_config(ernie, rope::layout::interleaved);
+  EXPECT_EQ(m.mrope.temporal, 22);  // without model_type: Qwen's reading
+  EXPECT_FALSE(m.mrope.hw_alternating);
+  for (const char* type : {"ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "ernie4_5_moe_vl"}) {
+    ernie.model_type = type;
+    m = rope::from_config(ernie, rope::layout::interleaved);
+    EXPECT_EQ(m.mrope.temporal, 20) << type;
+    EXPECT_EQ(m.mrope.height, 22) << type;
+    EXPECT_EQ(m.mrope.width, 22) << type;
+    EXPECT_FALSE(m.mrope.interleaved) << type;
+    EXPECT_TRUE(m.mrope.hw_alternating) << type;
+  }
+  ernie.model_type = "ernie4_5_moe";  // the text-only ERNIE 4.5: no M-RoPE keys to read
+  m = rope::from_config(ernie, rope::layout::interleaved);
+  EXPECT_FALSE(m.mrope.hw_alternating);
+  ernie.model_type = "ernie4_5_vl_moe_vision";  // its vision tower: plain RoPE keys, no M-RoPE
+  ernie.rope_scaling = {};
+  m = rope::from_config(ernie, rope::layout::half_split);
+  EXPECT_EQ(m.mrope.temporal + m.mrope.height + m.mrope.width, 0);
+#if ROPE_HAS_EXCEPTIONS
+  ernie.model_type = "ernie4_5_vl_moe";
+  for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
+           {{"mrope_section", {22, 20, 22}}},  // height != width
+           {{"mrope_section", {22, 22, 21}}},
+           {{"mrope_section", {32, 32, 0}}},  // HF raises (inv_freq[:-0]); Baidu asserts
+           {{"mrope_section", {22, 22, 20}}, {"mrope_interleaved", true}},
+           {{"rope_type", "default"}}}) {  // HF's default sections are its own, not ours
+    ernie.rope_scaling = bad;
+    try {
+      (void)rope::from_config(ernie, rope::layout::interleaved);
       ADD_FAILURE() << "accepted";
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("mrope_"), std::string::npos) << e.what();

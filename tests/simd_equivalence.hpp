@@ -459,9 +459,11 @@ void check_gathered_rows() {
   };
   const model models[] = {{128, 128, {16, 24, 24, false}},
                           {128, 128, {24, 20, 20, true}},
+                          {128, 128, {20, 22, 22, false, true}},  // ERNIE-4.5-VL
                           {80, 80, {0, 20, 20, false}},
                           {48, 40, {4, 7, 9, false}},
-                          {48, 40, {8, 6, 6, true}}};
+                          {48, 40, {8, 6, 6, true}},
+                          {48, 40, {6, 7, 7, false, true}}};
   std::uint64_t seed = 500;
   for (const model& m : models)
     for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {

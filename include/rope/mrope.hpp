@@ -1,6 +1,6 @@
-// rope/mrope.hpp: multimodal RoPE (M-RoPE) of Qwen2-VL, Qwen2.5-VL and Qwen3-VL: each token has
-// three positions (temporal, height, width) and each rotated pair takes its angle from one of
-// them, chosen by the model's mrope_section.
+// rope/mrope.hpp: multimodal RoPE (M-RoPE) of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and ERNIE-4.5-VL:
+// each token has three positions (temporal, height, width) and each rotated pair takes its
+// angle from one of them, chosen by the model's mrope_section.
 //
 //   const rope::mrope_sections sec{16, 24, 24};            // Qwen2-VL / Qwen2.5-VL, d = 128
 //   rope::status st = rope::apply_mrope<float>(*tab, sec, q_rows, pos_t, pos_h, pos_w);
@@ -9,7 +9,10 @@
 // its stream:
 //   sections (Qwen2-VL, Qwen2.5-VL): j < t -> temporal, t <= j < t + h -> height, the rest width;
 //   interleaved (Qwen3-VL, mrope_interleaved): j % 3 == 1 and j < 3h -> height, j % 3 == 2 and
-//     j < 3w -> width, every other pair temporal.
+//     j < 3w -> width, every other pair temporal;
+//   hw_alternating (ERNIE-4.5-VL, h == w): j < h + w -> height for even j, width for odd j,
+//     the last t pairs temporal (HF permutes inv_freq so that, after its recomposition, pair j
+//     still turns by w_j: the same rotation).
 // (HF builds cos/sin per stream and splits their last dim by mrope_section * 2, chunk i taking
 // stream i % 3: the same pairs in its half_split layout.) A token whose three positions are
 // equal (every text token) is rotated exactly as rope::apply rotates it at that position, bit
@@ -52,8 +55,8 @@ template <class Real, class Pos>
 struct gathered_tokens {
   const Pos* streams[3];
   // Consecutive sections (Qwen2-VL, Qwen2.5-VL): stream k's row entries are [first[k],
-  // first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL): entry i takes
-  // stream entry_stream[i].
+  // first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL) and alternating
+  // (ERNIE-4.5-VL): entry i takes stream entry_stream[i].
   std::size_t first[4];
   const unsigned char* entry_stream;  // null for consecutive sections
   Real* scratch;                      // a row with its low parts, for a compact table's rows
@@ -128,7 +131,7 @@ gathered_tokens<Real, Pos> gather_streams(const mrope_sections& sec, layout l, s
   const std::size_t m = per_element ? d : d / 2;  // entries per part of a row
   gathered_tokens<Real, Pos> g{
       {streams[0], streams[1], streams[2]}, {0, 0, 0, m}, nullptr, scratch};
-  if (sec.interleaved) {
+  if (sec.interleaved || sec.hw_alternating) {
     for (std::size_t i = 0; i < m; ++i)
       entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
     g.entry_stream = entry_stream;

@@ -705,10 +705,17 @@ struct model_config {
   /// this width (DeepSeek: q_pe, the last 64 dims of each query head, and the one shared k_pe;
   /// interleaved pairs, HF's rope_interleave). Last, so positional initialisers stay valid.
   int qk_rope_head_dim = 0;
+  /// HF's top-level model_type, read only where HF gives rope keys a meaning by model: a
+  /// model_type starting with "ernie4_5_vl" or "ernie4_5_moe_vl" (ERNIE-4.5-VL's text model;
+  /// not one ending in "_vision") reads mrope_section as [height, width, temporal] with
+  /// height and width alternating (mrope_sections::hw_alternating), and requires it (Baidu's
+  /// configs give freq_allocation f instead: pass [(d/2 - f)/2, (d/2 - f)/2, f]). Empty: Qwen's
+  /// reading.
+  std::string model_type;
 };
 
 /// A model's spec (rotation) and scaling, and its M-RoPE sections (all zero unless the config
-/// has mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL; rope/mrope.hpp).
+/// has mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL; rope/mrope.hpp).
 struct scaled_spec {
   rope::spec spec;
   rope::scaling scaling;
@@ -898,17 +905,33 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           "gives rotary_dim=int(" + std::to_string(head_dim) + " * rho)=" +
                               std::to_string(rotary_dim) + ", which must be even and >= 2");
   out.spec = make_spec(head_dim, rotary_dim, theta, l);
-  // M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three pair counts assigning every rotated pair.
-  // Without them an M-RoPE config must not read as plain RoPE (an engine would then rotate
-  // image tokens by one position): rope_type "mrope" (HF raises too) or mrope_interleaved set
-  // (HF's Qwen3-VL falls back to its own [24, 20, 20]: a model's default, not ours) without
-  // mrope_section is an error.
-  if (!keys.find("mrope_section") &&
-      (type_name == "mrope" || keys.boolean("mrope_interleaved").value_or(false)))
+  // M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; ERNIE-4.5-VL by model_type): three pair counts
+  // assigning every rotated pair. Without them an M-RoPE config must not read as plain RoPE
+  // (an engine would then rotate image tokens by one position): rope_type "mrope" (HF raises
+  // too), mrope_interleaved set (HF's Qwen3-VL falls back to its own [24, 20, 20]: a model's
+  // default, not ours) or an ERNIE-4.5-VL model_type (HF falls back to [22, 22, 20]; Baidu's
+  // own configs give freq_allocation instead) without mrope_section is an error.
+  // ERNIE-4.5-VL (HF's Ernie4_5_VLMoeTextRotaryEmbedding, vLLM's Ernie4_5_VLRotaryEmbedding)
+  // lists [height, width, temporal], height and width alternating over the first pairs; its
+  // vision tower's model_type (..._vision) has no M-RoPE.
+  const auto starts = [&](const char* prefix) { return cfg.model_type.rfind(prefix, 0) == 0; };
+  const std::string vision_suffix = "_vision";
+  const bool ernie = (starts("ernie4_5_vl") || starts("ernie4_5_moe_vl")) &&
+                     !(cfg.model_type.size() >= vision_suffix.size() &&
+                       cfg.model_type.compare(cfg.model_type.size() - vision_suffix.size(),
+                                              vision_suffix.size(), vision_suffix) == 0);
+  const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
+  const char* const order = ernie ? "height, width, temporal" : "temporal, height, width";
+  if (!keys.find("mrope_section") && (type_name == "mrope" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key mrope_section (") +
-                      (type_name == "mrope" ? "rope_type mrope" : "mrope_interleaved is true") +
-                      ": three pair counts, temporal, height, width)");
+                      (ernie ? "model_type " + cfg.model_type
+                       : type_name == "mrope" ? std::string("rope_type mrope")
+                                              : std::string("mrope_interleaved is true")) +
+                      ": three pair counts, " + order +
+                      (ernie ? "; from Baidu's freq_allocation f: [(rotary_dim / 2 - f) / 2, "
+                               "(rotary_dim / 2 - f) / 2, f])"
+                             : ")"));
   if (const config_value* v = keys.find("mrope_section")) {
     std::string text = detail::scaling_keys::kind_name(*v);
     bool ok = v->type() == config_value::kind::list && v->list().size() == 3;
@@ -922,17 +945,30 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     }
     if (!ok)
       detail::scaling_error("mrope_section", text,
-                            "must be three pair counts (temporal, height, width): integers >= 0");
+                            std::string("must be three pair counts (") + order +
+                                "): integers >= 0");
     const auto& e = v->list();
-    out.mrope = {static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]),
-                 keys.boolean("mrope_interleaved").value_or(false)};
+    if (ernie && interleaved)
+      detail::scaling_error("mrope_interleaved", "true",
+                            "does not apply to model_type " + cfg.model_type +
+                                " (ERNIE-4.5-VL alternates height and width)");
+    if (ernie)
+      out.mrope = {static_cast<int>(e[2]), static_cast<int>(e[0]), static_cast<int>(e[1]), false,
+                   true};
+    else
+      out.mrope = {static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]),
+                   interleaved};
     if (!detail::mrope_sections_match(out.mrope, rotary_dim))
-      detail::scaling_error("mrope_section", text,
-                            "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
-                                " pairs (their sum" +
-                                (out.mrope.interleaved
-                                     ? "; interleaved, height and width at most a third of them)"
-                                     : ")"));
+      detail::scaling_error(
+          "mrope_section", text,
+          ernie ? "must be [height, width, temporal] (model_type " + cfg.model_type +
+                      ") with height == width, temporal > 0 and a sum of rotary_dim / 2 = " +
+                      std::to_string(rotary_dim / 2) + " pairs"
+                : "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
+                      " pairs (their sum" +
+                      (out.mrope.interleaved
+                           ? "; interleaved, height and width at most a third of them)"
+                           : ")"));
   }
   if (cfg.max_position_embeddings < 0)
     detail::scaling_error("max_position_embeddings", std::to_string(cfg.max_position_embeddings),

@@ -59,16 +59,20 @@ enum class rounding : unsigned char { accurate = 0, fast = 1 };
 /// for compact tables, so the bound is what makes that row's size known.
 inline constexpr int max_rotary_dim = 1024;
 
-/// M-RoPE (rope/mrope.hpp; Qwen2-VL, Qwen2.5-VL, Qwen3-VL): how many of the rotary_dim / 2
-/// pairs take each of a token's three positions (HF's mrope_section: temporal, height, width),
-/// in consecutive sections (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL's
-/// mrope_interleaved: pair j % 3 == 1 height, == 2 width, below 3 * height and 3 * width).
-/// All zero: not an M-RoPE model.
+/// M-RoPE (rope/mrope.hpp; Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL): how many of the
+/// rotary_dim / 2 pairs take each of a token's three positions (Qwen's mrope_section:
+/// temporal, height, width), in consecutive sections (Qwen2-VL, Qwen2.5-VL), interleaved
+/// (Qwen3-VL's mrope_interleaved: pair j % 3 == 1 height, == 2 width, below 3 * height and
+/// 3 * width), or height and width alternating first (ERNIE-4.5-VL, whose mrope_section lists
+/// height, width, temporal: pair j < height + width takes height for even j and width for odd
+/// j, the last `temporal` pairs the temporal position; height == width, temporal > 0). All
+/// zero: not an M-RoPE model.
 struct mrope_sections {
-  int temporal = 0;          ///< pairs that take the temporal position (mrope_section[0])
-  int height = 0;            ///< pairs that take the height position (mrope_section[1])
-  int width = 0;             ///< pairs that take the width position (mrope_section[2])
-  bool interleaved = false;  ///< Qwen3-VL's mrope_interleaved
+  int temporal = 0;             ///< pairs that take the temporal position (mrope_section[0])
+  int height = 0;               ///< pairs that take the height position (mrope_section[1])
+  int width = 0;                ///< pairs that take the width position (mrope_section[2])
+  bool interleaved = false;     ///< Qwen3-VL's mrope_interleaved
+  bool hw_alternating = false;  ///< ERNIE-4.5-VL's order (not with interleaved)
 };
 
 /// "interleaved", "half_split", or "unset" for a value that is neither.
@@ -107,6 +111,11 @@ inline void check_rotary_dim(int rotary_dim, int head_dim) {
 
 /// The stream (0 temporal, 1 height, 2 width) of pair j.
 inline int mrope_stream(const mrope_sections& s, std::size_t j) noexcept {
+  if (s.hw_alternating) {
+    if (j < static_cast<std::size_t>(s.height) + static_cast<std::size_t>(s.width))
+      return j % 2 == 0 ? 1 : 2;
+    return 0;
+  }
   if (s.interleaved) {
     const std::size_t k = j % 3;
     if (k == 1 && j < 3 * static_cast<std::size_t>(s.height)) return 1;
@@ -120,12 +129,16 @@ inline int mrope_stream(const mrope_sections& s, std::size_t j) noexcept {
 
 /// Sections that assign exactly (temporal, height, width) of the rotary_dim / 2 pairs: their
 /// sum; interleaved, also height and width within the pairs j % 3 == 1 and j % 3 == 2 there
-/// are ((pairs + 1) / 3 and pairs / 3), so that mrope_stream gives each stream its count.
-/// O(1): it runs on every apply_mrope call (a loop over the pairs cost a decode call 60%).
+/// are ((pairs + 1) / 3 and pairs / 3), so that mrope_stream gives each stream its count;
+/// hw_alternating, height == width (HF stacks the two halves, vLLM asserts it), temporal > 0
+/// (HF's inv_freq[:-temporal] is empty at 0 and raises; Baidu's code asserts it) and not
+/// interleaved too. O(1): it runs on every apply_mrope call (a loop over the pairs cost a
+/// decode call 60%).
 inline bool mrope_sections_match(const mrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
   if (s.temporal < 0 || s.height < 0 || s.width < 0) return false;
   const std::ptrdiff_t pairs = rotary_dim / 2;
   if (static_cast<std::ptrdiff_t>(s.temporal) + s.height + s.width != pairs) return false;
+  if (s.hw_alternating) return !s.interleaved && s.height == s.width && s.temporal > 0;
   return !s.interleaved || (s.height <= (pairs + 1) / 3 && s.width <= pairs / 3);
 }
 

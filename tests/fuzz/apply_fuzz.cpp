@@ -474,23 +474,29 @@ std::int64_t decode_position(reader& in, std::int64_t length) {
   }
 }
 
-// M-RoPE sections (rope/mrope.hpp) for P pairs, consecutive or interleaved, and stream_of[j],
-// pair j's stream (0 temporal, 1 height, 2 width), built from them as Qwen2-VL (consecutive
-// runs) and Qwen3-VL (height at pairs 1, 4, 7, ..., width at 2, 5, 8, ..., the rest temporal)
-// assign pairs. Three inputs in eight give sections that may not assign exactly the P pairs:
-// one pair too many, a count lowered by one (negative from 0), or more interleaved height pairs
-// than there are pairs j % 3 == 1. Returns whether they assign them.
+// M-RoPE sections (rope/mrope.hpp) for P pairs, consecutive, interleaved or alternating, and
+// stream_of[j], pair j's stream (0 temporal, 1 height, 2 width), built from them as Qwen2-VL
+// (consecutive runs), Qwen3-VL (height at pairs 1, 4, 7, ..., width at 2, 5, 8, ..., the rest
+// temporal) and ERNIE-4.5-VL (height at the even and width at the odd pairs below height +
+// width, equal counts; the rest temporal) assign pairs. Three inputs in eight give sections
+// that may not assign exactly the P pairs: one pair too many, a count lowered by one (negative
+// from 0), or more interleaved height pairs than there are pairs j % 3 == 1 (alternating: a
+// height that is not the width; no temporal pair is refused too). Returns whether they assign
+// them.
 bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& sec,
                      std::vector<int>& stream_of) {
   const std::uint8_t b = in.u8();
   sec.interleaved = b % 2 == 1;
+  sec.hw_alternating = !sec.interleaved && (b >> 4) % 2 == 1;  // ERNIE-4.5-VL
   std::ptrdiff_t most_h = 0, most_w = 0;  // pairs j % 3 == 1 and j % 3 == 2
   for (std::ptrdiff_t j = 0; j < P; ++j) {
     most_h += j % 3 == 1;
     most_w += j % 3 == 2;
   }
-  const std::ptrdiff_t h = in.u8() % ((sec.interleaved ? most_h : P) + 1);
-  const std::ptrdiff_t w = in.u8() % ((sec.interleaved ? most_w : P - h) + 1);
+  const std::ptrdiff_t h =
+      in.u8() % ((sec.interleaved ? most_h : sec.hw_alternating ? P / 2 : P) + 1);
+  const std::ptrdiff_t w_byte = in.u8() % ((sec.interleaved ? most_w : P - h) + 1);
+  const std::ptrdiff_t w = sec.hw_alternating ? h : w_byte;
   sec.height = static_cast<int>(h);
   sec.width = static_cast<int>(w);
   sec.temporal = static_cast<int>(P - h - w);
@@ -513,6 +519,12 @@ bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& sec,
       std::ptrdiff_t{sec.temporal} + sec.height + sec.width != P)
     return false;
   stream_of.assign(static_cast<std::size_t>(P), 0);
+  if (sec.hw_alternating) {  // pairs below height + width alternate height, width
+    if (sec.height != sec.width || sec.temporal == 0) return false;
+    for (int j = 0; j < sec.height + sec.width; ++j)
+      stream_of[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1 : 2;
+    return true;
+  }
   for (int i = 0; i < sec.height; ++i) {
     const std::ptrdiff_t j = sec.interleaved ? 3 * i + 1 : sec.temporal + i;
     if (j >= P) return false;
