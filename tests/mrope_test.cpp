@@ -49,10 +49,9 @@ std::vector<int> hf_streams(const int section[3], order kind, int pairs) {
     const int h = section[0], w = section[1], t = section[2];
     if (t == 0 || h != w || h + w + t != pairs) return {};
     const std::size_t P = static_cast<std::size_t>(pairs), T = static_cast<std::size_t>(t);
-    std::vector<std::size_t> head(P - T), freq_3d;  // inv_freq[:-t] as indices, then inv_freq_3d
-    for (std::size_t i = 0; i < head.size(); ++i) head[i] = i;
-    for (std::size_t parity : {0u, 1u})
-      for (std::size_t i = parity; i < head.size(); i += 2) freq_3d.push_back(head[i]);
+    std::vector<std::size_t> freq_3d;  // inv_freq_3d as indices into inv_freq
+    for (std::size_t parity : {0u, 1u})  // inv_freq[:-t][0::2], then [1::2]
+      for (std::size_t i = parity; i < P - T; i += 2) freq_3d.push_back(i);
     for (std::size_t i = P - T; i < P; ++i) freq_3d.push_back(i);
     EXPECT_EQ(freq_3d.size(), P);
     for (int i = 0; i < h; ++i)
@@ -94,6 +93,12 @@ const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, order::sections},
                          {"small-sections", 40, {4, 7, 9}, order::sections},
                          {"small-interleaved", 40, {8, 6, 6}, order::interleaved},
                          {"small-ernie", 40, {7, 7, 6}, order::ernie}};
+
+// The config's mrope_section for (temporal, height, width) pair counts of `kind`.
+std::array<int, 3> config_section(int temporal, int height, int width, order kind) {
+  if (kind == order::ernie) return {height, width, temporal};
+  return {temporal, height, width};
+}
 
 rope::mrope_sections sections_of(const model& m) {
   if (m.kind == order::ernie) return {m.section[2], m.section[0], m.section[1], false, true};
@@ -319,8 +324,7 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
   // The reference: rope::apply at each stream's positions, out of place into copies.
   std::vector<TOut> ref[3];
   const std::vector<int> stream =
-      kind == order::ernie ? hf_streams(std::array<int, 3>{h, w, sec.temporal}.data(), kind, pairs)
-                           : hf_streams(std::array<int, 3>{sec.temporal, h, w}.data(), kind, pairs);
+      hf_streams(config_section(sec.temporal, h, w, kind).data(), kind, pairs);
   for (int k = 0; k < 3; ++k) {
     ref[k] = out0;
     ASSERT_EQ(
@@ -384,8 +388,8 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
         for (order kind : {order::sections, order::interleaved, order::ernie}) {
           const bool interleaved = kind == order::interleaved, ernie = kind == order::ernie;
           const int section[3] = {pairs - h - w, h, w};
-          const int hf_section[3] = {h, w, pairs - h - w};  // ERNIE's config order
-          const std::vector<int> stream = hf_streams(ernie ? hf_section : section, kind, pairs);
+          const std::vector<int> stream =
+              hf_streams(config_section(section[0], h, w, kind).data(), kind, pairs);
           int count[3] = {0, 0, 0};
           for (int k : stream) ++count[k];
           const bool want = !stream.empty() && count[0] == section[0] && count[1] == h &&

@@ -914,12 +914,13 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // ERNIE-4.5-VL (HF's Ernie4_5_VLMoeTextRotaryEmbedding, vLLM's Ernie4_5_VLRotaryEmbedding)
   // lists [height, width, temporal], height and width alternating over the first pairs; its
   // vision tower's model_type (..._vision) has no M-RoPE.
-  const auto starts = [&](const char* prefix) { return cfg.model_type.rfind(prefix, 0) == 0; };
-  const std::string vision_suffix = "_vision";
-  const bool ernie = (starts("ernie4_5_vl") || starts("ernie4_5_moe_vl")) &&
-                     !(cfg.model_type.size() >= vision_suffix.size() &&
-                       cfg.model_type.compare(cfg.model_type.size() - vision_suffix.size(),
-                                              vision_suffix.size(), vision_suffix) == 0);
+  const std::string& type = cfg.model_type;
+  const auto starts = [&](const std::string& prefix) { return type.rfind(prefix, 0) == 0; };
+  const auto ends = [&](const std::string& suffix) {
+    return type.size() >= suffix.size() &&
+           type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const bool ernie = (starts("ernie4_5_vl") || starts("ernie4_5_moe_vl")) && !ends("_vision");
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
   const char* const order = ernie ? "height, width, temporal" : "temporal, height, width";
   if (!keys.find("mrope_section") && (type_name == "mrope" || interleaved || ernie))
