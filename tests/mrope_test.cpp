@@ -550,13 +550,16 @@ rope::model_config qwen_vl() {
 
 #if ROPE_HAS_EXCEPTIONS
 // from_config refuses cfg with std::invalid_argument naming an mrope_ key.
-void expect_refused_naming_mrope(const rope::model_config& cfg, rope::layout l) {
+void expect_refused_naming(const rope::model_config& cfg, rope::layout l, const char* key) {
   try {
     (void)rope::from_config(cfg, l);
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("mrope_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
   }
+}
+void expect_refused_naming_mrope(const rope::model_config& cfg, rope::layout l) {
+  expect_refused_naming(cfg, l, "mrope_");
 }
 #endif
 
@@ -654,6 +657,43 @@ TEST(Mrope, FromConfigReadsTheSections) {
     ernie.rope_scaling = bad;
     expect_refused_naming_mrope(ernie, rope::layout::interleaved);
   }
+  // HF raises for any rope_type but default; vLLM's ERNIE-4.5-VL applies no scaling.
+  for (const char* type : {"yarn", "linear", "mrope"}) {
+    ernie.rope_scaling = {{"rope_type", type}, {"factor", 2.0}, {"mrope_section", {22, 22, 20}}};
+    expect_refused_naming(ernie, rope::layout::interleaved, "rope_type");
+  }
+#endif
+  // Baidu's own configs: model_type ernie4_5_moe_vl, a top-level freq_allocation (20 for the
+  // 28B and 424B models) that the engine puts in rope_scaling; vLLM's sections
+  // [(d/2 - f)/2, (d/2 - f)/2, f].
+  ernie.model_type = "ernie4_5_moe_vl";
+  for (int f = 2; f <= 64; f += 2) {
+    ernie.rope_scaling = {{"freq_allocation", f}};
+    m = rope::from_config(ernie, rope::layout::interleaved);
+    EXPECT_EQ(m.mrope.temporal, f);
+    EXPECT_EQ(m.mrope.height, (64 - f) / 2);
+    EXPECT_EQ(m.mrope.width, (64 - f) / 2);
+    EXPECT_TRUE(m.mrope.hw_alternating);
+    EXPECT_FALSE(m.mrope.interleaved);
+    ernie.rope_scaling["mrope_section"] = {(64.0 - f) / 2, (64.0 - f) / 2, static_cast<double>(f)};
+    const rope::scaled_spec both = rope::from_config(ernie, rope::layout::interleaved);
+    EXPECT_EQ(both.mrope.temporal, f);
+    EXPECT_EQ(both.mrope.height, m.mrope.height);
+  }
+#if ROPE_HAS_EXCEPTIONS
+  for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
+           {{"freq_allocation", 21}},  // 43 pairs left for height and width
+           {{"freq_allocation", 0}},   // no temporal pair: HF and Baidu refuse
+           {{"freq_allocation", 66}},
+           {{"freq_allocation", 20.5}},
+           {{"freq_allocation", "20"}},
+           {{"freq_allocation", 20}, {"mrope_section", {24, 24, 16}}}}) {  // disagree
+    ernie.rope_scaling = bad;
+    expect_refused_naming(ernie, rope::layout::interleaved, "freq_allocation");
+  }
+  ernie.model_type = "";  // freq_allocation is ERNIE's: not plain RoPE for another model
+  ernie.rope_scaling = {{"freq_allocation", 20}};
+  expect_refused_naming(ernie, rope::layout::interleaved, "freq_allocation");
 #endif
 }
 

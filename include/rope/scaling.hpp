@@ -690,7 +690,8 @@ struct model_config {
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
   /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
   /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), mrope_section,
-  /// mrope_interleaved; v5 also puts rope_theta and
+  /// mrope_interleaved, freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
+  /// level: put it here; with an ERNIE-4.5-VL model_type only); v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
   /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies, and "su"
   /// (LongRoPE's first name, in Phi-3 configs) means longrope. Phi-3's other legacy name,
@@ -708,9 +709,9 @@ struct model_config {
   /// HF's top-level model_type, read only where HF gives rope keys a meaning by model: a
   /// model_type starting with "ernie4_5_vl" or "ernie4_5_moe_vl" (ERNIE-4.5-VL's text model;
   /// not one ending in "_vision") reads mrope_section as [height, width, temporal] with
-  /// height and width alternating (mrope_sections::hw_alternating), and requires it (Baidu's
-  /// configs give freq_allocation f instead: pass [(d/2 - f)/2, (d/2 - f)/2, f]). Empty: Qwen's
-  /// reading.
+  /// height and width alternating (mrope_sections::hw_alternating), and requires it or
+  /// Baidu's freq_allocation f (the sections [(d/2 - f)/2, (d/2 - f)/2, f]), with rope_type
+  /// default (HF raises for any other). Empty: Qwen's reading.
   std::string model_type;
 };
 
@@ -909,8 +910,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // assigning every rotated pair. Without them an M-RoPE config must not read as plain RoPE
   // (an engine would then rotate image tokens by one position): rope_type "mrope" (HF raises
   // too), mrope_interleaved set (HF's Qwen3-VL falls back to its own [24, 20, 20]: a model's
-  // default, not ours) or an ERNIE-4.5-VL model_type (HF falls back to [22, 22, 20]; Baidu's
-  // own configs give freq_allocation instead) without mrope_section is an error.
+  // default, not ours) or an ERNIE-4.5-VL model_type (HF falls back to [22, 22, 20]) without
+  // mrope_section (or, for ERNIE, Baidu's freq_allocation) is an error.
   // ERNIE-4.5-VL (HF's Ernie4_5_VLMoeTextRotaryEmbedding, vLLM's Ernie4_5_VLRotaryEmbedding)
   // lists [height, width, temporal], height and width alternating over the first pairs; its
   // vision tower's model_type (..._vision) has no M-RoPE.
@@ -923,22 +924,52 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const bool ernie = (starts("ernie4_5_vl") || starts("ernie4_5_moe_vl")) && !ends("_vision");
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
   const char* const order = ernie ? "height, width, temporal" : "temporal, height, width";
-  if (!keys.find("mrope_section") && (type_name == "mrope" || interleaved || ernie))
+  // HF's Ernie4_5_VLMoeTextRotaryEmbedding raises for any rope_type but default, and vLLM's
+  // ERNIE-4.5-VL takes no scaling: a scaled ERNIE config is not one either would run.
+  if (ernie && type_name != "default")
+    detail::scaling_error(type_key, "\"" + type_name + "\"",
+                          "must be default for model_type " + cfg.model_type +
+                              " (HF's ERNIE-4.5-VL raises for any other)");
+  if (ernie && interleaved)
+    detail::scaling_error("mrope_interleaved", "true",
+                          "does not apply to model_type " + cfg.model_type +
+                              " (ERNIE-4.5-VL alternates height and width)");
+  // Baidu's own ERNIE-4.5-VL configs (model_type ernie4_5_moe_vl) give the temporal pair count
+  // as a top-level freq_allocation f, which an engine puts in this map: the sections are
+  // [(d/2 - f) / 2, (d/2 - f) / 2, f] (vLLM's and Baidu's reading). Only for ERNIE: elsewhere
+  // it would leave image tokens at plain RoPE's positions.
+  std::vector<double> from_f;
+  if (keys.find("freq_allocation")) {
+    const double f = *keys.number("freq_allocation");
+    const std::string fs = detail::format_double(f);
+    if (!ernie)
+      detail::scaling_error("freq_allocation", fs,
+                            "is ERNIE-4.5-VL's and needs its model_type (ernie4_5_moe_vl or "
+                            "ernie4_5_vl_moe; model_type is \"" + cfg.model_type + "\")");
+    const double half = rotary_dim / 2, hw = (half - f) / 2;
+    if (!(f > 0) || !(f <= half) || std::floor(f) != f || std::floor(hw) != hw)
+      detail::scaling_error("freq_allocation", fs,
+                            "must be an integer in [1, rotary_dim / 2 = " +
+                                std::to_string(rotary_dim / 2) +
+                                "] leaving an even number of pairs to height and width");
+    from_f = {hw, hw, f};
+  }
+  const config_value* section = keys.find("mrope_section");
+  if (!section && from_f.empty() && (type_name == "mrope" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key mrope_section (") +
                       (ernie ? "model_type " + cfg.model_type
                        : type_name == "mrope" ? std::string("rope_type mrope")
                                               : std::string("mrope_interleaved is true")) +
                       ": three pair counts, " + order +
-                      (ernie ? "; from Baidu's freq_allocation f: [(rotary_dim / 2 - f) / 2, "
-                               "(rotary_dim / 2 - f) / 2, f])"
-                             : ")"));
-  if (const config_value* v = keys.find("mrope_section")) {
-    std::string text = detail::scaling_keys::kind_name(*v);
-    bool ok = v->type() == config_value::kind::list && v->list().size() == 3;
-    if (v->type() == config_value::kind::list) {
+                      (ernie ? "; or Baidu's freq_allocation)" : ")"));
+  if (section || !from_f.empty()) {
+    std::string text = section ? detail::scaling_keys::kind_name(*section) : "";
+    bool ok = !section || (section->type() == config_value::kind::list &&
+                           section->list().size() == 3);
+    if (section && section->type() == config_value::kind::list) {
       text = "[";
-      for (double e : v->list()) {
+      for (double e : section->list()) {
         text += (text.size() > 1 ? "," : "") + detail::format_double(e);
         ok = ok && e >= 0 && e <= max_rotary_dim && std::floor(e) == e;
       }
@@ -948,11 +979,10 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       detail::scaling_error("mrope_section", text,
                             std::string("must be three pair counts (") + order +
                                 "): integers >= 0");
-    const auto& e = v->list();
-    if (ernie && interleaved)
-      detail::scaling_error("mrope_interleaved", "true",
-                            "does not apply to model_type " + cfg.model_type +
-                                " (ERNIE-4.5-VL alternates height and width)");
+    if (section && !from_f.empty() && section->list() != from_f)
+      detail::scaling_error("freq_allocation", detail::format_double(from_f[2]),
+                            "disagrees with mrope_section=" + text);
+    const auto& e = section ? section->list() : from_f;
     if (ernie)
       out.mrope = {static_cast<int>(e[2]), static_cast<int>(e[0]), static_cast<int>(e[1]), false,
                    true};
