@@ -658,10 +658,15 @@ TEST(Mrope, FromConfigReadsTheSections) {
     expect_refused_naming_mrope(ernie, rope::layout::interleaved);
   }
   // HF raises for any rope_type but default; vLLM's ERNIE-4.5-VL applies no scaling.
+  // (The message, not only the key: yarn without max_position_embeddings is refused anyway.)
   for (const char* type : {"yarn", "linear", "mrope"}) {
     ernie.rope_scaling = {{"rope_type", type}, {"factor", 2.0}, {"mrope_section", {22, 22, 20}}};
-    expect_refused_naming(ernie, rope::layout::interleaved, "rope_type");
+    expect_refused_naming(ernie, rope::layout::interleaved, "must be default for model_type");
   }
+  ernie.rope_scaling = {{"mrope_section", {11, 11, 10}}};  // HF, vLLM, Baidu: the whole head
+  ernie.partial_rotary_factor = 0.5;
+  expect_refused_naming(ernie, rope::layout::interleaved, "partial_rotary_factor");
+  ernie.partial_rotary_factor = 1.0;
 #endif
   // Baidu's own configs: model_type ernie4_5_moe_vl, a top-level freq_allocation (20 for the
   // 28B and 424B models) that the engine puts in rope_scaling; vLLM's sections

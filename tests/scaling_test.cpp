@@ -688,6 +688,37 @@ TEST(FromConfig, HunyuanAlphaIsAFixedNtkBase) {
             rope::scaling_type::dynamic_ntk);
 }
 
+// GTE's embedding models (model_type "new"; gte-large-en-v1.5: theta 160000, heads of 64,
+// {"type": "ntk", "factor": 2}) mean by "ntk" what their code and vLLM compute,
+// w_j = (b s)^(-2j/d) / s^(2/d); without that model_type "ntk" is rope's b s^(d/(d-2)).
+TEST(FromConfig, GteNtkIsVllmsFormula) {
+  for (const int d : {64, 96}) {
+    for (const double s : {2.0, 8.0, 1.5}) {
+      rope::model_config cfg;
+      cfg.rope_theta = 160000;
+      cfg.head_dim = d;
+      cfg.model_type = "new";
+      cfg.rope_scaling = {{"type", "ntk"}, {"factor", s}};
+      const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+      const auto r = rope::compute_frequencies(m.spec, m.scaling);
+      const ld b = 160000.0L * s, sl = s;
+      std::vector<ld> want(static_cast<std::size_t>(d / 2));
+      for (std::size_t j = 0; j < want.size(); ++j)
+        want[j] = std::pow(b, -2 * static_cast<ld>(j) / d) / std::pow(sl, 2.0L / d);
+      EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 4e-16L) << d << " " << s;
+      EXPECT_EQ(r.frequencies.attention_factor, 1.0);
+      // The lowest frequency is interpolated by s, as in rope's ntk; the others differ.
+      EXPECT_NEAR(static_cast<double>(want.back() / oracle::inv_freq(160000, d).back()), 1 / s,
+                  1e-15);
+      cfg.model_type = "";
+      const rope::scaled_spec own = rope::from_config(cfg, rope::layout::half_split);
+      EXPECT_EQ(own.scaling.type, rope::scaling_type::ntk);
+      const auto r_own = rope::compute_frequencies(own.spec, own.scaling);
+      EXPECT_GT(max_rel_err(r_own.frequencies.inv_freq, want), 1e-3L) << d << " " << s;
+    }
+  }
+}
+
 // Gemma 4's global (full-attention) layers: rope_type "proportional" over global_head_dim 512
 // with partial_rotary_factor 0.25 and theta 1e6 (HF's rope_parameters entry "full_attention").
 // HF builds 256 frequencies, 1e6^(-2j/512) for j < int(0.25 * 512 // 2) = 64 and 0 for the
@@ -904,6 +935,12 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
   nan_entry[5] = nan;
   const std::vector<bad_config> cases = {
       {"unknown rope_type", {{"rope_type", "su-per"}}, "rope_type=\"su-per\""},
+      {"vLLM's mixed NTK", {{"rope_type", "ntk"}, {"factor", 4}, {"mixed_b", 0.625}},
+       "mixed_b=0.625"},
+      {"GTE's ntk base not > 1",
+       {{"type", "ntk"}, {"factor", 9.5367431640625e-07}},  // 2^-20: 5e5 * 2^-20 < 1
+       "factor=9.5367431640625e-07",
+       [](rope::model_config& c) { c.model_type = "new"; }},
       {"rope_type not a string", {{"rope_type", 3}}, "rope_type"},
       {"linear without factor", {{"rope_type", "linear"}}, "factor"},
       {"ntk without factor", {{"rope_type", "ntk"}}, "factor"},

@@ -711,7 +711,9 @@ struct model_config {
   /// not one ending in "_vision") reads mrope_section as [height, width, temporal] with
   /// height and width alternating (mrope_sections::hw_alternating), and requires it or
   /// Baidu's freq_allocation f (the sections [(d/2 - f)/2, (d/2 - f)/2, f]), with rope_type
-  /// default (HF raises for any other). Empty: Qwen's reading.
+  /// default (HF raises for any other). Empty: Qwen's reading. "new" (GTE's embedding
+  /// models) reads rope_type ntk as GTE's code and vLLM compute it, w_j = (b s)^(-2j/d) /
+  /// s^(2/d) (rope's own ntk, the default reading, is b s^(d/(d-2))).
   std::string model_type;
 };
 
@@ -930,22 +932,34 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error(type_key, "\"" + type_name + "\"",
                           "must be default for model_type " + cfg.model_type +
                               " (HF's ERNIE-4.5-VL raises for any other)");
+  // vLLM's and GTE's mixed NTK (w_j = theta_j / exp(a (j + 1)^b)) is not a method of rope's:
+  // read as the fixed one it would give other frequencies.
+  if (const config_value* b = keys.find("mixed_b"))
+    detail::scaling_error("mixed_b", detail::scaling_keys::kind_name(*b),
+                          "(vLLM's mixed NTK, w_j = theta_j / exp(a (j + 1)^mixed_b)) is not "
+                          "supported: build rope::frequencies with those w_j");
+  if (ernie && rho != 1.0)  // HF, vLLM and Baidu rotate the whole head and ignore it
+    detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
+                          "must be 1 for model_type " + cfg.model_type +
+                              " (ERNIE-4.5-VL rotates the whole head)");
   if (ernie && interleaved)
     detail::scaling_error("mrope_interleaved", "true",
                           "does not apply to model_type " + cfg.model_type +
                               " (ERNIE-4.5-VL alternates height and width)");
   // Baidu's own ERNIE-4.5-VL configs (model_type ernie4_5_moe_vl) give the temporal pair count
   // as a top-level freq_allocation f, which an engine puts in this map: the sections are
-  // [(d/2 - f) / 2, (d/2 - f) / 2, f] (vLLM's and Baidu's reading). Only for ERNIE: elsewhere
-  // it would leave image tokens at plain RoPE's positions.
+  // [(d/2 - f) / 2, (d/2 - f) / 2, f] (vLLM's and Baidu's reading). Only for ERNIE: its meaning
+  // differs by model (Baidu's FastDeploy also reads it for Qwen's contiguous sections), and
+  // ignored it would leave image tokens at plain RoPE's positions.
   std::vector<double> from_f;
   if (keys.find("freq_allocation")) {
     const double f = *keys.number("freq_allocation");
     const std::string fs = detail::format_double(f);
     if (!ernie)
       detail::scaling_error("freq_allocation", fs,
-                            "is ERNIE-4.5-VL's and needs its model_type (ernie4_5_moe_vl or "
-                            "ernie4_5_vl_moe; model_type is \"" + cfg.model_type + "\")");
+                            "is read only for an ERNIE-4.5-VL model_type (ernie4_5_moe_vl, "
+                            "ernie4_5_vl_moe; its meaning differs by model; model_type is \"" +
+                                cfg.model_type + "\"): give mrope_section");
     const double half = rotary_dim / 2, hw = (half - f) / 2;
     if (!(f > 0) || !(f <= half) || std::floor(f) != f || std::floor(hw) != hw)
       detail::scaling_error("freq_allocation", fs,
@@ -981,7 +995,10 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 "): integers >= 0");
     if (section && !from_f.empty() && section->list() != from_f)
       detail::scaling_error("freq_allocation", detail::format_double(from_f[2]),
-                            "disagrees with mrope_section=" + text);
+                            "gives [" + detail::format_double(from_f[0]) + "," +
+                                detail::format_double(from_f[1]) + "," +
+                                detail::format_double(from_f[2]) +
+                                "], which disagrees with mrope_section=" + text);
     const auto& e = section ? section->list() : from_f;
     if (ernie)
       out.mrope = {static_cast<int>(e[2]), static_cast<int>(e[0]), static_cast<int>(e[1]), false,
@@ -1032,6 +1049,22 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     case scaling_type::linear:
     case scaling_type::ntk:
       sc.factor = keys.required_number("factor");
+      // GTE (model_type "new": gte-large-en-v1.5, gte-multilingual-base) means by "ntk" what its
+      // own code and vLLM's NTKScalingRotaryEmbedding compute: w_j = (b * s)^(-2j/d) / s^(2/d),
+      // not rope's ntk (b * s^(d/(d-2))): the same frequencies as the base b * s with linear
+      // scaling by s^(2/d) (each w_j then within 2 ulps of the formula: two roundings).
+      if (sc.type == scaling_type::ntk && cfg.model_type == "new") {
+        detail::check_positive("factor", sc.factor, "ntk of model_type new (GTE)");
+        const double gte_base = out.spec.base * sc.factor;
+        if (!(gte_base > 1.0) || !detail::finite(gte_base))
+          detail::scaling_error("factor", detail::format_double(sc.factor),
+                                "gives GTE's base rope_theta * factor = " +
+                                    detail::format_double(gte_base) +
+                                    ", which must be finite and > 1");
+        out.spec.base = gte_base;
+        sc.type = scaling_type::linear;
+        sc.factor = std::pow(sc.factor, 2.0 / static_cast<double>(rotary_dim));
+      }
       break;
     case scaling_type::dynamic_ntk:
       // Hunyuan (A13B, 7B, MT): "dynamic" with `alpha` is a fixed NTK base change, base *
