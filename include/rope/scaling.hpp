@@ -932,12 +932,6 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error(type_key, "\"" + type_name + "\"",
                           "must be default for model_type " + cfg.model_type +
                               " (HF's ERNIE-4.5-VL raises for any other)");
-  // vLLM's and GTE's mixed NTK (w_j = theta_j / exp(a (j + 1)^b)) is not a method of rope's:
-  // read as the fixed one it would give other frequencies.
-  if (const config_value* b = keys.find("mixed_b"))
-    detail::scaling_error("mixed_b", detail::scaling_keys::kind_name(*b),
-                          "(vLLM's mixed NTK, w_j = theta_j / exp(a (j + 1)^mixed_b)) is not "
-                          "supported: build rope::frequencies with those w_j");
   if (ernie && rho != 1.0)  // HF, vLLM and Baidu rotate the whole head and ignore it
     detail::scaling_error("partial_rotary_factor", detail::format_double(rho),
                           "must be 1 for model_type " + cfg.model_type +
@@ -952,8 +946,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // differs by model (Baidu's FastDeploy also reads it for Qwen's contiguous sections), and
   // ignored it would leave image tokens at plain RoPE's positions.
   std::vector<double> from_f;
-  if (keys.find("freq_allocation")) {
-    const double f = *keys.number("freq_allocation");
+  if (const std::optional<double> fa = keys.number("freq_allocation")) {
+    const double f = *fa;
     const std::string fs = detail::format_double(f);
     if (!ernie)
       detail::scaling_error("freq_allocation", fs,
@@ -1026,6 +1020,13 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           std::to_string(cfg.original_max_position_embeddings),
                           "must be positive (0 = absent)");
 
+  // vLLM's and GTE's mixed NTK (w_j = theta_j / exp(a (j + 1)^b)) is not a method of rope's:
+  // read as the fixed one it would give other frequencies.
+  if (const config_value* b = keys.find("mixed_b"))
+    detail::scaling_error("mixed_b", detail::scaling_keys::kind_name(*b),
+                          "(vLLM's mixed NTK, w_j = theta_j / exp(a (j + 1)^mixed_b)) is not "
+                          "supported: build rope::frequencies with those w_j");
+
   // M0 (yarn, llama3, longrope): top-level, else the key, else max_position_embeddings.
   auto resolve_m0 = [&]() -> std::int64_t {
     if (cfg.original_max_position_embeddings > 0) return cfg.original_max_position_embeddings;
@@ -1053,7 +1054,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       // own code and vLLM's NTKScalingRotaryEmbedding compute: w_j = (b * s)^(-2j/d) / s^(2/d),
       // not rope's ntk (b * s^(d/(d-2))): the same frequencies as the base b * s with linear
       // scaling by s^(2/d) (each w_j then within 2 ulps of the formula: two roundings).
-      if (sc.type == scaling_type::ntk && cfg.model_type == "new") {
+      if (sc.type == scaling_type::ntk && type == "new") {
         detail::check_positive("factor", sc.factor, "ntk of model_type new (GTE)");
         const double gte_base = out.spec.base * sc.factor;
         if (!(gte_base > 1.0) || !detail::finite(gte_base))
