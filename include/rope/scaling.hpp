@@ -971,17 +971,20 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                               : std::string("mrope_interleaved is true")) +
                       ": three pair counts, " + order +
                       (ernie ? "; or Baidu's freq_allocation)" : ")"));
+  // A list as the messages show it: [a,b,c].
+  const auto list_text = [](const std::vector<double>& v) {
+    std::string t = "[";
+    for (double e : v) t += (t.size() > 1 ? "," : "") + detail::format_double(e);
+    return t + "]";
+  };
   if (section || !from_f.empty()) {
     std::string text = section ? detail::scaling_keys::kind_name(*section) : "";
     bool ok = !section || (section->type() == config_value::kind::list &&
                            section->list().size() == 3);
     if (section && section->type() == config_value::kind::list) {
-      text = "[";
-      for (double e : section->list()) {
-        text += (text.size() > 1 ? "," : "") + detail::format_double(e);
+      text = list_text(section->list());
+      for (double e : section->list())
         ok = ok && e >= 0 && e <= max_rotary_dim && std::floor(e) == e;
-      }
-      text += "]";
     }
     if (!ok)
       detail::scaling_error("mrope_section", text,
@@ -989,10 +992,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 "): integers >= 0");
     if (section && !from_f.empty() && section->list() != from_f)
       detail::scaling_error("freq_allocation", detail::format_double(from_f[2]),
-                            "gives [" + detail::format_double(from_f[0]) + "," +
-                                detail::format_double(from_f[1]) + "," +
-                                detail::format_double(from_f[2]) +
-                                "], which disagrees with mrope_section=" + text);
+                            "gives " + list_text(from_f) +
+                                ", which disagrees with mrope_section=" + text);
     const auto& e = section ? section->list() : from_f;
     if (ernie)
       out.mrope = {static_cast<int>(e[2]), static_cast<int>(e[0]), static_cast<int>(e[1]), false,
