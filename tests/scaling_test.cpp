@@ -719,6 +719,60 @@ TEST(FromConfig, GteNtkIsVllmsFormula) {
   }
 }
 
+// TeleChat3's rope_type "telechat3-yarn", as vLLM's TeleChat3RoPEScaledRotaryEmbedding computes
+// it: YaRN's frequencies with cos and sin times A = (0.07 ln s + 1) * attn_factor (1 for s <= 1),
+// where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6, head_dim 128, factor 4,
+// M0 8192, max_position_embeddings 32768, betas 32 / 1.
+TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
+  for (const int d : {128, 64, 96}) {
+    for (const double s : {4.0, 2.5, 1.0, 0.5}) {
+      for (const double attn : {1.0, 0.75}) {
+        rope::model_config cfg;
+        cfg.rope_theta = 1e6;
+        cfg.head_dim = d;
+        cfg.max_position_embeddings = static_cast<std::int64_t>(8192 * s);
+        cfg.rope_scaling = {{"rope_type", "telechat3-yarn"},
+                            {"type", "telechat3-yarn"},
+                            {"factor", s},
+                            {"original_max_position_embeddings", 8192},
+                            {"beta_fast", 32},
+                            {"beta_slow", 1}};
+        if (attn != 1.0) cfg.rope_scaling["attn_factor"] = attn;
+        const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+        const auto r = rope::compute_frequencies(m.spec, m.scaling);
+        const ld want_a = (s <= 1 ? 1.0L : 0.07L * std::log(static_cast<ld>(s)) + 1.0L) * attn;
+        EXPECT_NEAR(static_cast<double>(r.frequencies.attention_factor / want_a - 1), 0.0, 4e-16)
+            << d << " " << s << " " << attn;
+        // The frequencies are plain YaRN's, bit for bit (its A differs: 0.1 ln s + 1).
+        cfg.rope_scaling["rope_type"] = "yarn";
+        cfg.rope_scaling["type"] = "yarn";
+        const rope::scaled_spec y = rope::from_config(cfg, rope::layout::half_split);
+        const auto ry = rope::compute_frequencies(y.spec, y.scaling);
+        EXPECT_EQ(r.frequencies.inv_freq, ry.frequencies.inv_freq) << d << " " << s;
+        if (s > 1) {
+          EXPECT_NEAR(ry.frequencies.attention_factor, 0.1 * std::log(s) + 1, 1e-15);
+          EXPECT_NE(r.frequencies.attention_factor, ry.frequencies.attention_factor);
+        }
+      }
+    }
+  }
+  // The 36B config's A, written out: 0.07 ln 4 + 1.
+  rope::model_config cfg;
+  cfg.rope_theta = 1e6;
+  cfg.head_dim = 128;
+  cfg.max_position_embeddings = 32768;
+  cfg.rope_scaling = {{"rope_type", "telechat3-yarn"}, {"factor", 4.0},
+                      {"original_max_position_embeddings", 8192}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_NEAR(rope::compute_frequencies(m.spec, m.scaling).frequencies.attention_factor,
+              1.0970406052783923, 1e-15);
+  // Without M0 in the config vLLM takes M0 = max_position_embeddings and s = factor.
+  cfg.rope_scaling.erase("original_max_position_embeddings");
+  const rope::scaled_spec n = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(n.scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(n.scaling.factor, 4.0);
+}
+
 // Gemma 4's global (full-attention) layers: rope_type "proportional" over global_head_dim 512
 // with partial_rotary_factor 0.25 and theta 1e6 (HF's rope_parameters entry "full_attention").
 // HF builds 256 frequencies, 1e6^(-2j/512) for j < int(0.25 * 512 // 2) = 64 and 0 for the
@@ -1201,6 +1255,41 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()).rfind("type=\"nope\" ", 0), 0u) << e.what();
   }
+}
+
+// telechat3-yarn's keys that vLLM does not read (or refuses) are refused, not read as plain
+// yarn would; so is a factor that disagrees with max_position_embeddings / M0.
+TEST(FromConfig, TeleChat3YarnRefusesWhatVllmDoesNotRead) {
+  const auto base = [] {
+    rope::model_config c;
+    c.rope_theta = 1e6;
+    c.head_dim = 128;
+    c.max_position_embeddings = 32768;
+    c.rope_scaling = {{"rope_type", "telechat3-yarn"}, {"factor", 4.0},
+                      {"original_max_position_embeddings", 8192}};
+    return c;
+  };
+  (void)rope::from_config(base(), rope::layout::half_split);  // the unchanged config is read
+  const std::vector<std::pair<std::string, rope::config_value>> extra = {
+      {"mscale", 1.0},         {"mscale_all_dim", 1.0},      {"attention_factor", 1.0},
+      {"truncate", false},     {"extrapolation_factor", 2.0}, {"attn_factor", 0.0},
+      {"attn_factor", -1.0}};
+  for (const auto& [key, value] : extra) {
+    rope::model_config c = base();
+    c.rope_scaling[key] = value;
+    expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); }, key + "=",
+                        "telechat3-yarn with " + key);
+  }
+  rope::model_config c = base();
+  c.max_position_embeddings = 65536;  // vLLM would use 65536 / 8192 = 8, mlx-lm 4
+  expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); },
+                      "factor=4 disagrees with max_position_embeddings", "telechat3 lengths");
+  c.rope_scaling["rope_type"] = "yarn";  // plain yarn reads factor, as HF does
+  EXPECT_EQ(rope::from_config(c, rope::layout::half_split).scaling.factor, 4.0);
+  c = base();
+  c.rope_scaling["factor"] = 0.0;
+  expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); }, "factor=0",
+                      "telechat3 factor 0");
 }
 
 TEST(Scaling, ValidateNamesTheKeyForDirectlyBuiltScalings) {

@@ -689,7 +689,8 @@ struct model_config {
   /// rope_type (alias: type), factor, original_max_position_embeddings, beta_fast, beta_slow,
   /// truncate, mscale, mscale_all_dim, attention_factor, low_freq_factor, high_freq_factor,
   /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
-  /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), mrope_section,
+  /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), attn_factor
+  /// (telechat3-yarn: TeleChat3's YaRN, A = (1 + 0.07 ln factor) * attn_factor), mrope_section,
   /// mrope_interleaved, freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
   /// level: put it here; with an ERNIE-4.5-VL model_type only); v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
@@ -817,14 +818,16 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
   if (t == "dynamic") return scaling_type::dynamic_ntk;
-  if (t == "yarn") return scaling_type::yarn;
+  // telechat3-yarn (TeleChat3): YaRN with its own attention factor; from_config reads it.
+  if (t == "yarn" || t == "telechat3-yarn") return scaling_type::yarn;
   if (t == "llama3") return scaling_type::llama3;
   // "su": LongRoPE's first name, still in Phi-3 configs; HF's Phi3Config renames it longrope.
   if (t == "longrope" || t == "su") return scaling_type::longrope;
   if (t == "proportional") return scaling_type::proportional;  // Gemma 4
   scaling_error(key, "\"" + t + "\"",
-                "is not known (default, linear, ntk, dynamic, yarn, llama3, longrope, "
-                "proportional; aliases: type for rope_type, mrope for default, su for longrope)");
+                "is not known (default, linear, ntk, dynamic, yarn, telechat3-yarn, llama3, "
+                "longrope, proportional; aliases: type for rope_type, mrope for default, su for "
+                "longrope)");
 }
 
 }  // namespace detail
@@ -1113,6 +1116,44 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.mscale = keys.number("mscale").value_or(0.0);
       sc.mscale_all_dim = keys.number("mscale_all_dim").value_or(0.0);
       sc.attention_factor = keys.number("attention_factor");
+      if (type_name == "telechat3-yarn") {
+        // TeleChat3 (Tele-AI; e.g. Telechat3-36B: theta 1e6, factor 4, M0 8192, max 32768). The
+        // one implementation that reads this type as its own, vLLM's
+        // TeleChat3RoPEScaledRotaryEmbedding, keeps YaRN's frequencies (truncated range) and
+        // multiplies cos and sin by A = (0.07 ln s + 1) * attn_factor (1 for s <= 1), not
+        // 0.1 ln s + 1; mlx-lm reads it as plain yarn, and TeleAI's own modeling code was not
+        // available to check. vLLM takes s = max_position_embeddings / M0 when the config has
+        // M0, `factor` otherwise: the two must agree here. The keys vLLM does not read, or
+        // would refuse (mscale, mscale_all_dim), are refused rather than read another way.
+        for (const char* k : {"mscale", "mscale_all_dim", "attention_factor"})
+          if (const config_value* v = keys.find(k))
+            detail::scaling_error(k, detail::scaling_keys::kind_name(*v),
+                                  "is not read by rope_type telechat3-yarn (its attention factor "
+                                  "is (0.07 ln factor + 1) * attn_factor, as vLLM computes it)");
+        if (!sc.truncate)
+          detail::scaling_error("truncate", "false",
+                                "is not read by rope_type telechat3-yarn (vLLM always truncates "
+                                "the correction range)");
+        if (auto e = keys.number("extrapolation_factor"); e && *e != 1.0)
+          detail::scaling_error("extrapolation_factor", detail::format_double(*e),
+                                "must be 1 for rope_type telechat3-yarn");
+        detail::check_positive("factor", sc.factor, "telechat3-yarn");
+        if (keys.find("original_max_position_embeddings") && cfg.max_position_embeddings > 0) {
+          const double from_lengths = static_cast<double>(cfg.max_position_embeddings) /
+                                      static_cast<double>(sc.original_max_position_embeddings);
+          if (from_lengths != sc.factor)
+            detail::scaling_error(
+                "factor", detail::format_double(sc.factor),
+                "disagrees with max_position_embeddings / original_max_position_embeddings = " +
+                    std::to_string(cfg.max_position_embeddings) + " / " +
+                    std::to_string(sc.original_max_position_embeddings) + " = " +
+                    detail::format_double(from_lengths) +
+                    ", the factor vLLM uses for telechat3-yarn (mlx-lm uses factor)");
+        }
+        const double attn = keys.number("attn_factor").value_or(1.0);
+        detail::check_positive("attn_factor", attn, "telechat3-yarn");
+        sc.attention_factor = (sc.factor <= 1.0 ? 1.0 : 0.07 * std::log(sc.factor) + 1.0) * attn;
+      }
       break;
     }
     case scaling_type::llama3:
