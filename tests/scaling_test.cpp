@@ -11,12 +11,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <rope/ggml.hpp>
 #include <rope/scaling.hpp>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "oracle.hpp"
@@ -766,11 +768,37 @@ TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
   const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_NEAR(rope::compute_frequencies(m.spec, m.scaling).frequencies.attention_factor,
               1.0970406052783923, 1e-15);
+  // Written out too: s = 2.5 with attn_factor 0.75 is (0.07 ln 2.5 + 1) * 0.75, and s <= 1
+  // leaves attn_factor alone.
+  const auto a_of = [](std::map<std::string, rope::config_value> rs, std::int64_t max_pos) {
+    rope::model_config c;
+    c.rope_theta = 1e6;
+    c.head_dim = 128;
+    c.max_position_embeddings = max_pos;
+    c.rope_scaling = std::move(rs);
+    const rope::scaled_spec sp = rope::from_config(c, rope::layout::half_split);
+    return rope::compute_frequencies(sp.spec, sp.scaling).frequencies.attention_factor;
+  };
+  EXPECT_NEAR(a_of({{"rope_type", "telechat3-yarn"}, {"factor", 2.5}, {"attn_factor", 0.75}},
+                   20480),
+              0.7981052634233932, 1e-15);
+  EXPECT_EQ(a_of({{"rope_type", "telechat3-yarn"}, {"factor", 0.5}, {"attn_factor", 0.75}}, 4096),
+            0.75);
+  // A top-level M0 (HF's standardisation, vLLM's config patching) counts as the key does; the
+  // keys vLLM reads at their defaults are accepted.
+  EXPECT_NEAR(a_of({{"rope_type", "telechat3-yarn"},
+                    {"factor", 8.0},
+                    {"truncate", true},
+                    {"extrapolation_factor", 1.0}},
+                   65536),
+              1.1455609079175886, 1e-15);
   // Without M0 in the config vLLM takes M0 = max_position_embeddings and s = factor.
   cfg.rope_scaling.erase("original_max_position_embeddings");
   const rope::scaled_spec n = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(n.scaling.original_max_position_embeddings, 32768);
   EXPECT_EQ(n.scaling.factor, 4.0);
+  EXPECT_NEAR(rope::compute_frequencies(n.spec, n.scaling).frequencies.attention_factor,
+              1.0970406052783923, 1e-15);
 }
 
 // Gemma 4's global (full-attention) layers: rope_type "proportional" over global_head_dim 512
@@ -1273,12 +1301,26 @@ TEST(FromConfig, TeleChat3YarnRefusesWhatVllmDoesNotRead) {
   const std::vector<std::pair<std::string, rope::config_value>> extra = {
       {"mscale", 1.0},         {"mscale_all_dim", 1.0},      {"attention_factor", 1.0},
       {"truncate", false},     {"extrapolation_factor", 2.0}, {"attn_factor", 0.0},
-      {"attn_factor", -1.0}};
+      {"attn_factor", -1.0},   {"beta_fast", 0.0},            {"beta_slow", 0.0},
+      {"factor", nullptr}};
   for (const auto& [key, value] : extra) {
     rope::model_config c = base();
     c.rope_scaling[key] = value;
     expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); }, key + "=",
                         "telechat3-yarn with " + key);
+  }
+  {  // M-RoPE sections: vLLM's telechat3-yarn builds no M-RoPE
+    rope::model_config c = base();
+    c.rope_scaling["mrope_section"] = std::vector<double>{16, 24, 24};
+    expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); },
+                        "mrope_section=", "telechat3-yarn with mrope_section");
+  }
+  {  // a top-level M0 is checked against the lengths as the key is
+    rope::model_config c = base();
+    c.rope_scaling.erase("original_max_position_embeddings");
+    c.original_max_position_embeddings = 4096;  // 32768 / 4096 = 8, not 4
+    expect_error_naming([&] { (void)rope::from_config(c, rope::layout::half_split); },
+                        "factor=4 disagrees", "telechat3 top-level M0");
   }
   rope::model_config c = base();
   c.max_position_embeddings = 65536;  // vLLM would use 65536 / 8192 = 8, mlx-lm 4

@@ -845,7 +845,9 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, a proportional partial_rotary_factor that rotates no
 /// pair, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
-/// num_attention_heads; odd for proportional) or base. proportional's factor defaults to 1.
+/// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
+/// does not read or fails on and a factor that disagrees with max_position_embeddings / M0.
+/// proportional's factor defaults to 1.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
@@ -869,7 +871,9 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   scaled_spec out;
   scaling& sc = out.scaling;
   sc.type = detail::parse_rope_type(type_name, type_key ? type_key : "rope_type");
-  const detail::scaling_keys keys(m, to_string(sc.type));
+  // TeleChat3's YaRN (read in the yarn case below); its messages name it.
+  const bool telechat3 = type_name == "telechat3-yarn";
+  const detail::scaling_keys keys(m, telechat3 ? "telechat3-yarn" : to_string(sc.type));
 
   // The spec.
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
@@ -1116,29 +1120,43 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       sc.mscale = keys.number("mscale").value_or(0.0);
       sc.mscale_all_dim = keys.number("mscale_all_dim").value_or(0.0);
       sc.attention_factor = keys.number("attention_factor");
-      if (type_name == "telechat3-yarn") {
+      if (telechat3) {
         // TeleChat3 (Tele-AI; e.g. Telechat3-36B: theta 1e6, factor 4, M0 8192, max 32768). The
         // one implementation that reads this type as its own, vLLM's
         // TeleChat3RoPEScaledRotaryEmbedding, keeps YaRN's frequencies (truncated range) and
-        // multiplies cos and sin by A = (0.07 ln s + 1) * attn_factor (1 for s <= 1), not
-        // 0.1 ln s + 1; mlx-lm reads it as plain yarn, and TeleAI's own modeling code was not
-        // available to check. vLLM takes s = max_position_embeddings / M0 when the config has
-        // M0, `factor` otherwise: the two must agree here. The keys vLLM does not read, or
-        // would refuse (mscale, mscale_all_dim), are refused rather than read another way.
-        for (const char* k : {"mscale", "mscale_all_dim", "attention_factor"})
+        // multiplies cos and sin by A = (0.07 ln s + 1) * attn_factor (attn_factor alone for
+        // s <= 1), not 0.1 ln s + 1; mlx-lm reads it as plain yarn, and TeleAI's own modeling
+        // code was not available to check. vLLM takes s = max_position_embeddings / M0 when the
+        // config has M0 (its config patching copies a top-level M0 into the map), `factor`
+        // otherwise: the two must agree here. What vLLM does not read (attention_factor,
+        // truncate: false, M-RoPE keys), reads differently by version (extrapolation_factor) or
+        // fails on (mscale, mscale_all_dim, betas of 0, a null factor) is refused.
+        for (const char* k : {"mscale", "mscale_all_dim", "attention_factor", "mrope_section",
+                              "mrope_interleaved", "freq_allocation"})
           if (const config_value* v = keys.find(k))
             detail::scaling_error(k, detail::scaling_keys::kind_name(*v),
-                                  "is not read by rope_type telechat3-yarn (its attention factor "
-                                  "is (0.07 ln factor + 1) * attn_factor, as vLLM computes it)");
+                                  "is not read by rope_type telechat3-yarn (vLLM's "
+                                  "TeleChat3RoPEScaledRotaryEmbedding: YaRN's frequencies, "
+                                  "attention factor (0.07 ln factor + 1) * attn_factor)");
+        if (keys.is_null("factor"))
+          detail::scaling_error("factor", "null", "must be a number (telechat3-yarn)");
+        for (const char* k : {"beta_fast", "beta_slow"})
+          if (keys.number(k) == 0.0)
+            detail::scaling_error(k, "0",
+                                  "must be > 0 (telechat3-yarn: vLLM divides by it; HF's yarn "
+                                  "reads 0 as the default)");
         if (!sc.truncate)
           detail::scaling_error("truncate", "false",
                                 "is not read by rope_type telechat3-yarn (vLLM always truncates "
                                 "the correction range)");
         if (auto e = keys.number("extrapolation_factor"); e && *e != 1.0)
           detail::scaling_error("extrapolation_factor", detail::format_double(*e),
-                                "must be 1 for rope_type telechat3-yarn");
+                                "must be 1 for rope_type telechat3-yarn (vLLM's versions differ: "
+                                "older ones weight the ramp by it, newer ones ignore it)");
         detail::check_positive("factor", sc.factor, "telechat3-yarn");
-        if (keys.find("original_max_position_embeddings") && cfg.max_position_embeddings > 0) {
+        const bool has_m0 = cfg.original_max_position_embeddings > 0 ||
+                            keys.find("original_max_position_embeddings");
+        if (has_m0 && cfg.max_position_embeddings > 0) {
           const double from_lengths = static_cast<double>(cfg.max_position_embeddings) /
                                       static_cast<double>(sc.original_max_position_embeddings);
           if (from_lengths != sc.factor)
@@ -1148,7 +1166,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                     std::to_string(cfg.max_position_embeddings) + " / " +
                     std::to_string(sc.original_max_position_embeddings) + " = " +
                     detail::format_double(from_lengths) +
-                    ", the factor vLLM uses for telechat3-yarn (mlx-lm uses factor)");
+                    ", the factor vLLM uses for telechat3-yarn: set factor to that for vLLM's "
+                    "numbers, or give rope_type yarn for mlx-lm's (it reads factor)");
         }
         const double attn = keys.number("attn_factor").value_or(1.0);
         detail::check_positive("attn_factor", attn, "telechat3-yarn");
