@@ -725,6 +725,16 @@ TEST(FromConfig, GteNtkIsVllmsFormula) {
 // it: YaRN's frequencies with cos and sin times A = (0.07 ln s + 1) * attn_factor (1 for s <= 1),
 // where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6, head_dim 128, factor 4,
 // M0 8192, max_position_embeddings 32768, betas 32 / 1.
+rope::model_config telechat3_36b() {
+  rope::model_config c;
+  c.rope_theta = 1e6;
+  c.head_dim = 128;
+  c.max_position_embeddings = 32768;
+  c.rope_scaling = {{"rope_type", "telechat3-yarn"}, {"factor", 4.0},
+                    {"original_max_position_embeddings", 8192}};
+  return c;
+}
+
 TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
   for (const int d : {128, 64, 96}) {
     for (const double s : {4.0, 2.5, 1.0, 0.5}) {
@@ -759,21 +769,14 @@ TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
     }
   }
   // The 36B config's A, written out: 0.07 ln 4 + 1.
-  rope::model_config cfg;
-  cfg.rope_theta = 1e6;
-  cfg.head_dim = 128;
-  cfg.max_position_embeddings = 32768;
-  cfg.rope_scaling = {{"rope_type", "telechat3-yarn"}, {"factor", 4.0},
-                      {"original_max_position_embeddings", 8192}};
+  rope::model_config cfg = telechat3_36b();
   const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_NEAR(rope::compute_frequencies(m.spec, m.scaling).frequencies.attention_factor,
               1.0970406052783923, 1e-15);
   // Written out too: s = 2.5 with attn_factor 0.75 is (0.07 ln 2.5 + 1) * 0.75, and s <= 1
   // leaves attn_factor alone.
   const auto a_of = [](std::map<std::string, rope::config_value> rs, std::int64_t max_pos) {
-    rope::model_config c;
-    c.rope_theta = 1e6;
-    c.head_dim = 128;
+    rope::model_config c = telechat3_36b();
     c.max_position_embeddings = max_pos;
     c.rope_scaling = std::move(rs);
     const rope::scaled_spec sp = rope::from_config(c, rope::layout::half_split);
@@ -1288,15 +1291,7 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
 // telechat3-yarn's keys that vLLM does not read (or refuses) are refused, not read as plain
 // yarn would; so is a factor that disagrees with max_position_embeddings / M0.
 TEST(FromConfig, TeleChat3YarnRefusesWhatVllmDoesNotRead) {
-  const auto base = [] {
-    rope::model_config c;
-    c.rope_theta = 1e6;
-    c.head_dim = 128;
-    c.max_position_embeddings = 32768;
-    c.rope_scaling = {{"rope_type", "telechat3-yarn"}, {"factor", 4.0},
-                      {"original_max_position_embeddings", 8192}};
-    return c;
-  };
+  const auto base = telechat3_36b;
   (void)rope::from_config(base(), rope::layout::half_split);  // the unchanged config is read
   const std::vector<std::pair<std::string, rope::config_value>> extra = {
       {"mscale", 1.0},         {"mscale_all_dim", 1.0},      {"attention_factor", 1.0},
