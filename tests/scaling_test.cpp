@@ -722,8 +722,8 @@ TEST(FromConfig, GteNtkIsVllmsFormula) {
 }
 
 // TeleChat3's rope_type "telechat3-yarn", as vLLM's TeleChat3RoPEScaledRotaryEmbedding computes
-// it: YaRN's frequencies with cos and sin times A = (0.07 ln s + 1) * attn_factor (1 for s <= 1),
-// where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6, head_dim 128, factor 4,
+// it: YaRN's frequencies with cos and sin times A = (0.07 ln s + 1) * attn_factor (attn_factor
+// alone for s <= 1), where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6, head_dim 128, factor 4,
 // M0 8192, max_position_embeddings 32768, betas 32 / 1.
 rope::model_config telechat3_36b() {
   rope::model_config c;
@@ -775,9 +775,11 @@ TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
               1.0970406052783923, 1e-15);
   // Written out too: s = 2.5 with attn_factor 0.75 is (0.07 ln 2.5 + 1) * 0.75, and s <= 1
   // leaves attn_factor alone.
-  const auto a_of = [](std::map<std::string, rope::config_value> rs, std::int64_t max_pos) {
+  const auto a_of = [](std::map<std::string, rope::config_value> rs, std::int64_t max_pos,
+                       std::int64_t top_level_m0 = 0) {
     rope::model_config c = telechat3_36b();
     c.max_position_embeddings = max_pos;
+    c.original_max_position_embeddings = top_level_m0;
     c.rope_scaling = std::move(rs);
     const rope::scaled_spec sp = rope::from_config(c, rope::layout::half_split);
     return rope::compute_frequencies(sp.spec, sp.scaling).frequencies.attention_factor;
@@ -793,7 +795,7 @@ TEST(FromConfig, TeleChat3YarnIsVllmsFormula) {
                     {"factor", 8.0},
                     {"truncate", true},
                     {"extrapolation_factor", 1.0}},
-                   65536),
+                   65536, 8192),
               1.1455609079175886, 1e-15);
   // Without M0 in the config vLLM takes M0 = max_position_embeddings and s = factor.
   cfg.rope_scaling.erase("original_max_position_embeddings");
