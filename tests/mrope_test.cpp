@@ -905,4 +905,66 @@ TEST(VisionRope, Gemma4EachHalfOfTheHeadIsOneCoordinate) {
   }
 }
 
+// Llama 4's vision tower (Scout, Maverick): heads of 88 (hidden 1408, 16 heads), theta 1e4,
+// patches in raster order on an image_size / patch_size = 24 grid and the CLS token last. HF's
+// Llama4VisionRotaryEmbedding, transcribed: freq_dim = D / 2, rope_freq_k = theta^(-2k /
+// freq_dim) for k < freq_dim / 2, freqs_x = repeat_interleave((x + 1) * rope_freq, 2) (x the
+// column), freqs_y the same with the row, freqs = cat(freqs_x, freqs_y)[::2], zeroed for the CLS
+// token (its index -2), and each complex pair (2m, 2m + 1) of the head multiplied by
+// e^(i freqs_m). So the first half of the head is an interleaved rotation by column + 1 and the
+// second half by row + 1, CLS by 0: two rope::apply calls on the halves (the Gemma 4 recipe,
+// interleaved, positions one more).
+TEST(VisionRope, Llama4EachHalfOfTheHeadInterleavedAtPositionPlusOne) {
+  constexpr int D = 88, H = 2, idx = 24;
+  constexpr ld theta = 10000;
+  const std::size_t n = idx * idx + 1;  // HF: img_idx = arange(idx^2), then CLS (-2) appended
+  std::vector<std::int64_t> img_idx(n);
+  for (std::size_t t = 0; t + 1 < n; ++t) img_idx[t] = static_cast<std::int64_t>(t);
+  img_idx[n - 1] = -2;
+  // rope's positions: column + 1 and row + 1, 0 for the CLS token.
+  std::vector<std::int64_t> x_pos(n), y_pos(n);
+  for (std::size_t t = 0; t < n; ++t) {
+    x_pos[t] = img_idx[t] < 0 ? 0 : img_idx[t] % idx + 1;
+    y_pos[t] = img_idx[t] < 0 ? 0 : img_idx[t] / idx + 1;
+  }
+  const int half = D / 2;
+  auto tab = rope::get_table<float>(rope::make_spec(half, half, 1e4, rope::layout::interleaved), 64);
+  const std::vector<float> x = random_rows(n * static_cast<std::size_t>(H * D), 51);
+  std::vector<float> got = x;
+  const auto N = static_cast<std::ptrdiff_t>(n);
+  ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{got.data(), N, H, half, H * D, D},
+                               x_pos.data()),
+            rope::status::ok);
+  ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{got.data() + half, N, H, half, H * D, D},
+                               y_pos.data()),
+            rope::status::ok);
+  const int freq_dim = D / 2;
+  std::vector<ld> rope_freq;  // arange(0, freq_dim, 2)[: freq_dim // 2]
+  for (int a = 0; a < freq_dim && static_cast<int>(rope_freq.size()) < freq_dim / 2; a += 2)
+    rope_freq.push_back(1 / std::pow(theta, static_cast<ld>(a) / freq_dim));
+  const ld worst = worst_relative(
+      x, got, n, H, D,
+      [&](std::size_t t, const float* row) {
+        // img_idx % idx and // idx (for the CLS token Python's floor division gives 22 and -1;
+        // its angles are zeroed below whatever they are)
+        const std::int64_t fx = img_idx[t] % idx, fy = img_idx[t] / idx;
+        std::vector<ld> freqs;  // cat(repeat_interleave(...x), repeat_interleave(...y))
+        for (const std::int64_t c : {fx, fy})
+          for (ld w : rope_freq)
+            for (int rep = 0; rep < 2; ++rep) freqs.push_back(static_cast<ld>(c + 1) * w);
+        std::vector<ld> out(D);
+        for (std::size_t m = 0; m < static_cast<std::size_t>(D / 2); ++m) {
+          const ld angle = img_idx[t] < 0 ? 0 : freqs[2 * m];  // [..., ::2], masked_fill
+          const std::complex<ld> r =
+              std::complex<ld>(row[2 * m], row[2 * m + 1]) * std::polar(ld{1}, angle);
+          out[2 * m] = r.real();
+          out[2 * m + 1] = r.imag();
+        }
+        return out;
+      },
+      [](std::size_t i) { return i ^ 1u; });
+  EXPECT_LE(worst, 3 * 0x1p-24L);
+  std::printf("vision llama4 (D 88): worst %.3Lf x 2^-24 r\n", worst * 0x1p24L);
+}
+
 }  // namespace
