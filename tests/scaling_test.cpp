@@ -690,6 +690,32 @@ TEST(FromConfig, HunyuanAlphaIsAFixedNtkBase) {
             rope::scaling_type::dynamic_ntk);
 }
 
+// Grok-2 keeps rope_type "original" at its config's top level beside YaRN-like keys
+// (scaling_factor 16, beta_fast 8, ...). sglang's Grok code takes the unscaled frequencies for
+// "original" and multiplies cos and sin by no mscale; vLLM's maps it to default. Put in the map
+// with those keys, from_config gives plain RoPE: theta^(-2j/128), A = 1.
+TEST(FromConfig, Grok2OriginalIsPlainRope) {
+  rope::model_config cfg;
+  cfg.rope_theta = 208533496;
+  cfg.head_dim = 128;
+  cfg.max_position_embeddings = 131072;
+  cfg.rope_scaling = {{"rope_type", "original"},  {"original_max_position_embeddings", 8192},
+                      {"scaling_factor", 16.0},   {"extrapolation_factor", 1.0},
+                      {"attn_factor", 1.0},       {"beta_fast", 8},
+                      {"beta_slow", 1}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::none);
+  EXPECT_EQ(m.spec.rotary_dim, 128);
+  std::vector<ld> want(64);
+  for (std::size_t j = 0; j < 64; ++j)
+    want[j] = std::pow(208533496.0L, -2 * static_cast<ld>(j) / 128);
+  for (std::int64_t L : {std::int64_t{1}, std::int64_t{8192}, std::int64_t{1} << 20}) {
+    const auto r = rope::compute_frequencies(m.spec, m.scaling, L);
+    EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 4e-16L) << L;
+    EXPECT_EQ(r.frequencies.attention_factor, 1.0);
+  }
+}
+
 // GTE's embedding models (model_type "new"; gte-large-en-v1.5: theta 160000, heads of 64,
 // {"type": "ntk", "factor": 2}) mean by "ntk" what their code and vLLM compute,
 // w_j = (b s)^(-2j/d) / s^(2/d); without that model_type "ntk" is rope's b s^(d/(d-2)).

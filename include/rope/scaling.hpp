@@ -694,7 +694,8 @@ struct model_config {
   /// mrope_interleaved, freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
   /// level: put it here; with an ERNIE-4.5-VL model_type only); v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
-  /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) means default frequencies, and "su"
+  /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) and "original" (Grok-2, whose config
+  /// has it and unused YaRN-like keys at the top level) mean default frequencies, and "su"
   /// (LongRoPE's first name, in Phi-3 configs) means longrope. Phi-3's other legacy name,
   /// "yarn" with short_factor and long_factor lists, is read as YaRN here (HF renames it only
   /// inside Phi3Config): give such a config rope_type "longrope".
@@ -814,7 +815,10 @@ class scaling_keys {
 
 /// The scaling type a config's rope_type (or its alias `type`, named by key) names.
 inline scaling_type parse_rope_type(const std::string& t, const char* key) {
-  if (t == "default" || t == "mrope") return scaling_type::none;  // mrope: Qwen2-VL's alias
+  // mrope: Qwen2-VL's alias. original: Grok-2's (at its config's top level, beside YaRN-like
+  // keys it does not use: sglang's Grok code takes the unscaled frequencies and no attention
+  // factor for it, and vLLM's maps it to default).
+  if (t == "default" || t == "mrope" || t == "original") return scaling_type::none;
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
   if (t == "dynamic") return scaling_type::dynamic_ntk;
@@ -826,8 +830,8 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "proportional") return scaling_type::proportional;  // Gemma 4
   scaling_error(key, "\"" + t + "\"",
                 "is not known (default, linear, ntk, dynamic, yarn, telechat3-yarn, llama3, "
-                "longrope, proportional; aliases: type for rope_type, mrope for default, su for "
-                "longrope)");
+                "longrope, proportional; aliases: type for rope_type, mrope and original for "
+                "default, su for longrope)");
 }
 
 }  // namespace detail
