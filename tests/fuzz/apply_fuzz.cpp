@@ -81,12 +81,8 @@ using namespace rope_fuzz;
 template <std::size_t... I>
 void dispatch(std::size_t type_index, reader& in, const rope::spec& s, const rope::frequencies& f,
               std::index_sequence<I...>) {
-  ((type_index == I
-        ? run_type_index<I>(in, s, f)
-        : void()),
-   ...);
+  ((type_index == I ? run_type_index<I>(in, s, f) : void()), ...);
 }
-
 
 std::int64_t decode_length(reader& in) {
   constexpr std::int64_t kLengths[] = {0, -3, 1, 512, 1024, 4096, 32768};

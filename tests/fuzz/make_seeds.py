@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus tests/fuzz/corpus/ for apply_fuzz (byte layout: apply_fuzz.cpp's
-decoding order). Each seed is a structured case that reaches a success or a specific error, so
+"""Writes the seed corpus tests/fuzz/corpus/ for apply_fuzz (byte layout: the decoding order
+of apply_fuzz.cpp and apply_fuzz.hpp). Each seed is a structured case that reaches a success or a specific error, so
 libFuzzer starts from the interesting paths: python3 tests/fuzz/make_seeds.py"""
 import os
 import struct
