@@ -916,7 +916,6 @@ TEST(VisionRope, Gemma4EachHalfOfTheHeadIsOneCoordinate) {
 // interleaved, positions one more).
 TEST(VisionRope, Llama4EachHalfOfTheHeadInterleavedAtPositionPlusOne) {
   constexpr int D = 88, H = 2, idx = 24;
-  constexpr ld theta = 10000;
   const std::size_t n = idx * idx + 1;  // HF: img_idx = arange(idx^2), then CLS (-2) appended
   std::vector<std::int64_t> img_idx(n);
   for (std::size_t t = 0; t + 1 < n; ++t) img_idx[t] = static_cast<std::int64_t>(t);
@@ -938,10 +937,8 @@ TEST(VisionRope, Llama4EachHalfOfTheHeadInterleavedAtPositionPlusOne) {
   ASSERT_EQ(rope::apply<float>(*tab, rope::heads_view<float>{got.data() + half, N, H, half, H * D, D},
                                y_pos.data()),
             rope::status::ok);
-  const int freq_dim = D / 2;
-  std::vector<ld> rope_freq;  // arange(0, freq_dim, 2)[: freq_dim // 2]
-  for (int a = 0; a < freq_dim && static_cast<int>(rope_freq.size()) < freq_dim / 2; a += 2)
-    rope_freq.push_back(1 / std::pow(theta, static_cast<ld>(a) / freq_dim));
+  // HF's rope_freq: theta^(-arange(0, freq_dim, 2)[: freq_dim // 2] / freq_dim), freq_dim = D / 2.
+  const std::vector<ld> rope_freq = oracle::inv_freq(1e4, D / 2);
   const ld worst = worst_relative(
       x, got, n, H, D,
       [&](std::size_t t, const float* row) {

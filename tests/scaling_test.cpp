@@ -706,9 +706,7 @@ TEST(FromConfig, Grok2OriginalIsPlainRope) {
   const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
   EXPECT_EQ(m.scaling.type, rope::scaling_type::none);
   EXPECT_EQ(m.spec.rotary_dim, 128);
-  std::vector<ld> want(64);
-  for (std::size_t j = 0; j < 64; ++j)
-    want[j] = std::pow(208533496.0L, -2 * static_cast<ld>(j) / 128);
+  const std::vector<ld> want = oracle::inv_freq(208533496, 128);
   for (std::int64_t L : {std::int64_t{1}, std::int64_t{8192}, std::int64_t{1} << 20}) {
     const auto r = rope::compute_frequencies(m.spec, m.scaling, L);
     EXPECT_LE(max_rel_err(r.frequencies.inv_freq, want), 4e-16L) << L;
@@ -749,8 +747,8 @@ TEST(FromConfig, GteNtkIsVllmsFormula) {
 
 // TeleChat3's rope_type "telechat3-yarn", as vLLM's TeleChat3RoPEScaledRotaryEmbedding computes
 // it: YaRN's frequencies with cos and sin times A = (0.07 ln s + 1) * attn_factor (attn_factor
-// alone for s <= 1), where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6, head_dim 128, factor 4,
-// M0 8192, max_position_embeddings 32768, betas 32 / 1.
+// alone for s <= 1), where plain YaRN has 0.1 ln s + 1. Telechat3-36B's config: theta 1e6,
+// head_dim 128, factor 4, M0 8192, max_position_embeddings 32768, betas 32 / 1.
 rope::model_config telechat3_36b() {
   rope::model_config c;
   c.rope_theta = 1e6;
