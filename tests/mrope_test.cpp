@@ -85,9 +85,12 @@ struct model {
   order kind;
 };
 // Qwen2-VL / Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL (d = 128), GLM-4.1V (Qwen2-VL's construction
-// over d = 64 of heads of 128: partial_rotary_factor 0.5), and small heads with odd counts.
+// over d = 64 of heads of 128: partial_rotary_factor 0.5), Qwen3.5 (Qwen3-VL's over d = 64 of
+// heads of 256: partial_rotary_factor 0.25, HF's default sections), and small heads with odd
+// counts.
 const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, order::sections},
                          {"qwen3-vl", 128, {24, 20, 20}, order::interleaved},
+                         {"qwen3.5", 256, {11, 11, 10}, order::interleaved},  // a quarter
                          {"ernie-4.5-vl", 128, {22, 22, 20}, order::ernie},
                          {"glm-4.1v", 128, {8, 12, 12}, order::sections},  // half of each head
                          {"small-sections", 40, {4, 7, 9}, order::sections},
@@ -621,6 +624,21 @@ TEST(Mrope, FromConfigReadsTheSections) {
   EXPECT_EQ(m.mrope.height, 12);
   EXPECT_EQ(m.mrope.width, 12);
   EXPECT_FALSE(m.mrope.interleaved || m.mrope.hw_alternating);
+  // Qwen3.5's text config (v5 rope_parameters with theta and the partial factor inside): 32
+  // pairs over the first 64 dims of heads of 256, Qwen3-VL's interleaved sections.
+  rope::model_config qwen35;
+  qwen35.head_dim = 256;
+  qwen35.rope_scaling = {{"rope_type", "default"},          {"rope_theta", 10000000},
+                         {"partial_rotary_factor", 0.25},   {"mrope_section", {11, 11, 10}},
+                         {"mrope_interleaved", true}};
+  m = rope::from_config(qwen35, rope::layout::half_split);
+  EXPECT_EQ(m.spec.head_dim, 256);
+  EXPECT_EQ(m.spec.rotary_dim, 64);
+  EXPECT_EQ(m.spec.base, 1e7);
+  EXPECT_EQ(m.mrope.temporal, 11);
+  EXPECT_EQ(m.mrope.height, 11);
+  EXPECT_EQ(m.mrope.width, 10);
+  EXPECT_TRUE(m.mrope.interleaved);
   // ERNIE-4.5-VL (HF's text config: rope_parameters {"rope_theta": 500000, "mrope_section":
   // [22, 22, 20]}, interleaved pairs): by model_type, read as [height, width, temporal].
   rope::model_config ernie;
