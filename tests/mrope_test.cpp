@@ -982,4 +982,214 @@ TEST(VisionRope, Llama4EachHalfOfTheHeadInterleavedAtPositionPlusOne) {
   std::printf("vision llama4 (D 88): worst %.3Lf x 2^-24 r\n", worst * 0x1p24L);
 }
 
+// ---- XD-RoPE (HunyuanOCR, Hunyuan-VL): four positions per token (sequence position, column,
+// row, image index), each pair taking its section's. The oracle restates Tencent's
+// apply_rotary_pos_emb_xdrope: cos/sin over the 2 * pairs elements (torch.cat((freqs,
+// freqs))) split by xdrope_section * 2 (the list repeated: eight chunks), chunk i taking stream
+// i % 4, then x * cos + rotate_half(x) * sin, in long double.
+
+rope::model_config hunyuan_ocr() {  // HunyuanOCR's text config
+  rope::model_config cfg;
+  cfg.rope_theta = 10000;
+  cfg.head_dim = 128;
+  cfg.max_position_embeddings = 32768;
+  cfg.rope_scaling = {{"type", "xdrope"},   {"alpha", 1000.0},  {"factor", 1.0},
+                      {"beta_fast", 32},    {"beta_slow", 1},   {"mscale", 1.0},
+                      {"mscale_all_dim", 1.0}, {"xdrope_section", {16, 16, 16, 16}}};
+  return cfg;
+}
+
+// n tokens: text (four equal positions), then an image of 3 rows of 4 columns plus a newline
+// column (Tencent's merger appends one per row) at image index 1, then text; the sequence
+// position starts at base.
+std::array<std::vector<std::int64_t>, 4> xd_positions(std::size_t n, std::int64_t base) {
+  std::array<std::vector<std::int64_t>, 4> p;
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::int64_t q = base + static_cast<std::int64_t>(t);
+    const bool image = t >= 3 && t < 18;
+    const std::int64_t i = image ? static_cast<std::int64_t>(t - 3) : 0;
+    p[0].push_back(q);
+    p[1].push_back(image ? i % 5 : q);
+    p[2].push_back(image ? i / 5 : q);
+    p[3].push_back(image ? 1 : q);
+  }
+  return p;
+}
+
+TEST(XdRope, TencentsSplitOverFourPositions) {
+  const rope::scaled_spec m = rope::from_config(hunyuan_ocr(), rope::layout::half_split);
+  const rope::xdrope_sections sec = m.xdrope;
+  const int D = 128, H = 3;
+  const std::size_t n = 24, d = static_cast<std::size_t>(D), P = d / 2;
+  for (const std::int64_t base : {std::int64_t{0}, std::int64_t{100000}}) {
+    auto tab = rope::get_table<float>(m.spec, m.scaling, 0, base + 64);
+    const auto pos = xd_positions(n, base);
+    const std::int64_t* s[4] = {pos[0].data(), pos[1].data(), pos[2].data(), pos[3].data()};
+    const std::vector<float> x = random_rows(n * H * d, 31);
+    const auto xv = rope::packed_heads(x.data(), static_cast<std::ptrdiff_t>(n), H, D);
+    std::vector<float> got(x.size());
+    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, rope::heads_view<const float>(xv),
+                                        rope::packed_heads(got.data(), static_cast<std::ptrdiff_t>(n), H, D),
+                                        s[0], s[1], s[2], s[3]),
+              rope::status::ok);
+    // Tencent's angles: element e in chunk e / 16 of xdrope_section * 2, stream (e / 16) % 4.
+    const int sections2[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+    const ld worst = worst_relative(
+        x, got, n, H, D,
+        [&](std::size_t t, const float* row) {
+          std::vector<ld> e(d);
+          std::size_t at = 0;
+          for (int c = 0; c < 8; ++c)
+            for (int k = 0; k < sections2[c]; ++k, ++at)
+              e[at] = static_cast<ld>(s[c % 4][t]) * static_cast<ld>(tab->inv_freq()[at % P]);
+          return hf_rotate_half(row, e);
+        },
+        [&](std::size_t i) { return i < P ? i + P : i - P; });
+    EXPECT_LE(worst, 3 * 0x1p-24L) << "base " << base;
+    std::printf("xdrope base %lld: worst %.3Lf x 2^-24 r\n", static_cast<long long>(base),
+                worst * 0x1p24L);
+  }
+}
+
+// Each pair, bit for bit, is rope::apply's result at its section's position, on both layouts,
+// out of place, in place and for q and k in one call; text tokens are rope::apply's.
+TEST(XdRope, EachPairIsApplyAtItsSectionsPosition) {
+  const int D = 96, H = 2;
+  const std::size_t n = 24, d = static_cast<std::size_t>(D), P = d / 2;
+  const rope::xdrope_sections sec{10, 14, 14, 10};
+  for (const rope::layout l : kLayouts) {
+    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, l), 4096);
+    const auto pos = xd_positions(n, 2000);
+    const std::int64_t* s[4] = {pos[0].data(), pos[1].data(), pos[2].data(), pos[3].data()};
+    const std::vector<float> x = random_rows(n * H * d, 33);
+    const auto N = static_cast<std::ptrdiff_t>(n);
+    const auto xv = rope::heads_view<const float>(rope::packed_heads(x.data(), N, H, D));
+    std::vector<float> got(x.size()), by[4];
+    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, xv, rope::packed_heads(got.data(), N, H, D),
+                                        s[0], s[1], s[2], s[3]),
+              rope::status::ok);
+    for (int k = 0; k < 4; ++k) {
+      by[k].resize(x.size());
+      ASSERT_EQ(rope::apply<float>(*tab, xv, rope::packed_heads(by[k].data(), N, H, D), s[k]),
+                rope::status::ok);
+    }
+    const int first[5] = {0, sec.position, sec.position + sec.width,
+                          sec.position + sec.width + sec.height, D / 2};
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+        for (std::size_t j = 0; j < P; ++j) {
+          int k = 0;
+          while (static_cast<int>(j) >= first[k + 1]) ++k;
+          const std::size_t off = (t * static_cast<std::size_t>(H) + h) * d;
+          for (std::size_t i : {oracle::first(l, j, P), oracle::second(l, j, P)})
+            ASSERT_EQ(0, std::memcmp(&got[off + i], &by[k][off + i], sizeof(float)))
+                << rope::to_string(l) << " token " << t << " pair " << j << " stream " << k;
+        }
+    for (std::size_t t : {std::size_t{0}, std::size_t{2}, std::size_t{20}})  // text tokens
+      EXPECT_EQ(0, std::memcmp(&got[t * H * d], &by[0][t * H * d], H * d * sizeof(float)));
+    std::vector<float> y = x;
+    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, rope::packed_heads(y.data(), N, H, D), s[0], s[1],
+                                        s[2], s[3]),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(y.data(), got.data(), y.size() * sizeof(float)));
+    std::vector<float> q = x, k = x;
+    ASSERT_EQ(rope::apply_qk_xdrope<float>(*tab, sec, rope::packed_heads(q.data(), N, H, D),
+                                           rope::packed_heads(k.data(), N, H, D), s[0], s[1],
+                                           s[2], s[3]),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(q.data(), got.data(), q.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(k.data(), got.data(), k.size() * sizeof(float)));
+  }
+}
+
+TEST(XdRope, BadInputIsRefusedAndNothingWritten) {
+  const int D = 128;
+  const auto l = rope::layout::half_split;  // a table of its own: exactly 1024 positions
+  auto tab = rope::table<float>::build(rope::default_frequencies(rope::make_spec(D, D, 1e4, l)), l,
+                                       1024);
+  const std::ptrdiff_t n = 4;
+  std::vector<float> x(static_cast<std::size_t>(n * D), 0.25f);
+  const std::vector<float> canary = x;
+  const auto v = rope::packed_heads(x.data(), n, 1, D);
+  std::vector<std::int64_t> pp = {0, 1, 2, 3}, pw = {0, 5, 6, 3}, ph = {0, 1, 1, 3},
+                            pi = {0, 1, 1, 3};
+  const rope::xdrope_sections ok{16, 16, 16, 16};
+  auto call = [&](const rope::xdrope_sections& s, const std::int64_t* i) {
+    return rope::apply_xdrope<float>(*tab, s, v, pp.data(), pw.data(), ph.data(), i);
+  };
+  EXPECT_EQ(call({16, 16, 16, 15}, pi.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call({16, 16, 16, 17}, pi.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call({-1, 17, 16, 16}, pi.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call(ok, nullptr), rope::status::null_pointer);
+  pi[2] = 1024;  // past the table, in the image-index stream only
+  EXPECT_EQ(call(ok, pi.data()), rope::status::position_out_of_range);
+  pi[2] = 1;
+  std::vector<float> k(x.size(), 0.5f);
+  const std::vector<float> k_canary = k;
+  EXPECT_EQ(rope::apply_qk_xdrope<float>(*tab, {16, 16, 16, 15}, v,
+                                         rope::packed_heads(k.data(), n, 1, D), pp.data(),
+                                         pw.data(), ph.data(), pi.data()),
+            rope::status::bad_dimension);
+  EXPECT_EQ(x, canary);
+  EXPECT_EQ(k, k_canary);
+  EXPECT_EQ(call(ok, pi.data()), rope::status::ok);
+  EXPECT_NE(x, canary);
+}
+
+TEST(XdRope, FromConfigReadsHunyuansSections) {
+  rope::model_config cfg = hunyuan_ocr();
+  rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.xdrope.position, 16);
+  EXPECT_EQ(m.xdrope.width, 16);
+  EXPECT_EQ(m.xdrope.height, 16);
+  EXPECT_EQ(m.xdrope.image, 16);
+  EXPECT_EQ(m.mrope.temporal + m.mrope.height + m.mrope.width, 0);
+  // Hunyuan's fixed NTK base: 1e4 * 1000^(128/126), as vLLM's DynamicNTKAlphaRotaryEmbedding.
+  const rope::frequencies f = rope::compute_frequencies(m.spec, m.scaling).frequencies;
+  const ld base = 1e4L * std::pow(1000.0L, 128.0L / 126.0L);
+  for (std::size_t j = 0; j < 64; ++j) {
+    const ld want = std::pow(base, -2.0L * static_cast<ld>(j) / 128);
+    EXPECT_LE(std::fabs(static_cast<ld>(f.inv_freq[j]) - want), 0x1p-52L * want) << j;
+  }
+  EXPECT_EQ(f.attention_factor, 1.0);
+  // transformers v5's HunYuanVL config: rope_type dynamic, the sections under mrope_section.
+  rope::model_config v5 = cfg;
+  v5.model_type = "hunyuan_vl";
+  v5.rope_scaling = {{"rope_type", "dynamic"}, {"alpha", 1000.0}, {"mrope_section", {16, 16, 16, 16}}};
+  const rope::scaled_spec m5 = rope::from_config(v5, rope::layout::half_split);
+  EXPECT_EQ(m5.xdrope.image, 16);
+  EXPECT_EQ(rope::compute_frequencies(m5.spec, m5.scaling).frequencies.inv_freq, f.inv_freq);
+  // Three counts (width, height, image index): Qwen2-VL's consecutive sections.
+  cfg.rope_scaling["xdrope_section"] = {24, 20, 20};
+  m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.mrope.temporal, 24);
+  EXPECT_EQ(m.mrope.height, 20);
+  EXPECT_EQ(m.mrope.width, 20);
+  EXPECT_FALSE(m.mrope.interleaved || m.mrope.hw_alternating);
+  EXPECT_EQ(m.xdrope.position + m.xdrope.image, 0);
+#if ROPE_HAS_EXCEPTIONS
+  for (const auto& [key, value] : std::vector<std::pair<std::string, rope::config_value>>{
+           {"xdrope_section", {16, 16, 16, 15}},      // 63 pairs of 64
+           {"xdrope_section", {16, 16, 16, 8, 8}},    // five
+           {"xdrope_section", {16, 16, 16.5, 15.5}},  // not integers
+           {"xdrope_section", 64},
+           {"mrope_section", {16, 16, 32, 0}}}) {  // disagrees with xdrope_section
+    rope::model_config bad = hunyuan_ocr();
+    bad.rope_scaling[key] = value;
+    expect_refused_naming(bad, rope::layout::half_split, "xdrope_section");
+  }
+  rope::model_config bad = hunyuan_ocr();
+  bad.rope_scaling.erase("xdrope_section");  // type xdrope without its sections
+  expect_refused_naming(bad, rope::layout::half_split, "xdrope_section");
+  bad = hunyuan_ocr();
+  bad.rope_scaling["mrope_interleaved"] = true;
+  expect_refused_naming(bad, rope::layout::half_split, "xdrope_section");
+  bad = hunyuan_ocr();
+  bad.rope_scaling.erase("xdrope_section");
+  bad.rope_scaling["type"] = "dynamic";
+  bad.rope_scaling["mrope_section"] = {16, 16, 16, 16};  // four counts outside HunYuanVL
+  expect_refused_naming(bad, rope::layout::half_split, "mrope_section");
+#endif
+}
+
 }  // namespace

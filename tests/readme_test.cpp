@@ -245,6 +245,40 @@ rope::status st = rope::apply_mrope<float>(*tab, m.mrope, q_rows, ids, ids + n, 
   EXPECT_EQ(m.mrope.width, 24);
 }
 
+// The XD-RoPE snippet, "Multimodal RoPE" (HunyuanOCR's config).
+TEST(Readme, XdropeSnippet) {
+  rope::model_config cfg;
+  cfg.rope_theta = 1e4;
+  cfg.head_dim = 128;
+  cfg.rope_scaling = {{"type", "xdrope"},
+                      {"alpha", 1000.0},
+                      {"xdrope_section", std::vector<double>{16, 16, 16, 16}}};
+  const std::ptrdiff_t n = 6;
+  std::vector<float> qb(static_cast<std::size_t>(n * 4 * 128));
+  fill(qb);
+  const std::vector<float> before = qb;
+  const rope::heads_view<float> q_rows = rope::packed_heads(qb.data(), n, 4, 128);
+  const std::vector<std::int32_t> idv{0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 5,
+                                      0, 1, 0, 1, 1, 5, 0, 1, 1, 1, 1, 5};
+  const std::int32_t* ids = idv.data();
+
+const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);  // m.xdrope
+auto tab = rope::get_table<float>(m.spec, m.scaling, 0, /*positions=*/32768);
+// position_ids of shape [4, n_tokens]: sequence position, column, row, image index
+rope::status st = rope::apply_xdrope<float>(*tab, m.xdrope, q_rows, ids, ids + n, ids + 2 * n,
+                                            ids + 3 * n);
+
+  EXPECT_EQ(st, rope::status::ok) << rope::message(st);
+  EXPECT_EQ(m.xdrope.position + m.xdrope.width + m.xdrope.height + m.xdrope.image, 64);
+  // Token 0 (all four positions 0) is unchanged; token 5 (all 5) is rope::apply's at 5.
+  EXPECT_EQ(0, std::memcmp(qb.data(), before.data(), 4 * 128 * sizeof(float)));
+  std::vector<float> t5(before.begin() + 5 * 4 * 128, before.end());
+  const std::int32_t five = 5;
+  EXPECT_EQ(rope::apply<float>(*tab, rope::packed_heads(t5.data(), 1, 4, 128), &five),
+            rope::status::ok);
+  EXPECT_EQ(0, std::memcmp(qb.data() + 5 * 4 * 128, t5.data(), t5.size() * sizeof(float)));
+}
+
 // Snippets 6 and 7, "Vision encoders".
 TEST(Readme, VisionSnippets) {
   const std::vector<std::int32_t> cv{0, 1, 2, 3, 2047}, rv{0, 0, 1, 1, 2047};
@@ -424,7 +458,7 @@ std::vector<std::vector<std::string>> cpp_blocks(const std::string& path) {
 
 TEST(Readme, EverySnippetIsCompiledHere) {
   const auto readme = cpp_blocks(ROPE_README_PATH);
-  ASSERT_EQ(readme.size(), 12u) << "README.md's ```cpp blocks: paste a new one here and count it";
+  ASSERT_EQ(readme.size(), 13u) << "README.md's ```cpp blocks: paste a new one here and count it";
   // This file's lines, trimmed as the README's.
   std::vector<std::string> here;
   {

@@ -372,14 +372,20 @@ void check_prefetching_jobs() {
   check_prefetching_jobs<K, 128, double>();
 }
 
-// M-RoPE's image and video tokens (rope/mrope.hpp): jobs whose rows are gathered per token from
-// the rows of three positions (rope::detail::gathered_tokens) run on kernels K and on the scalar
-// kernels, every byte compared as check_case does (compare_runs). Sections: Qwen2-VL's consecutive
-// ones and Qwen3-VL's interleaved ones at d = 128, a vision encoder's {0, 20, 20} (no temporal
-// pair) at d = 80, and odd counts at d = 40 in a head of 48 (copied tail out of place).
-template <class K, std::size_t Dim, class TIn, class TOut>
+// M-RoPE's and XD-RoPE's image and video tokens (rope/mrope.hpp): jobs whose rows are gathered
+// per token from the rows of three (four) positions (rope::detail::gathered_tokens) run on kernels
+// K and on the scalar kernels, every byte compared as check_case does (compare_runs). Sections:
+// Qwen2-VL's consecutive ones and Qwen3-VL's interleaved ones at d = 128, a vision encoder's
+// {0, 20, 20} (no temporal pair) at d = 80, odd counts at d = 40 in a head of 48 (copied tail
+// out of place), and XD-RoPE's four at d = 128 and d = 40.
+inline std::string sections_name(const rope::mrope_sections& sec) {
+  return sec.interleaved ? " interleaved" : (sec.hw_alternating ? " hw_alternating" : "");
+}
+inline std::string sections_name(const rope::xdrope_sections&) { return " xdrope"; }
+
+template <class K, std::size_t Dim, class TIn, class TOut, class Sections>
 ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TIn>>& tab,
-                                       const rope::mrope_sections& sec, int head_dim, bool in_place,
+                                       const Sections& sec, int head_dim, bool in_place,
                                        rope::direction dir, rope::rounding rnd,
                                        std::uint64_t seed) {
   using Real = rope::compute_type_t<TIn>;
@@ -388,10 +394,11 @@ ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TI
   const std::size_t n = static_cast<std::size_t>(tokens * ts);
   const auto d = static_cast<std::size_t>(tab.rotary_dim());
   std::mt19937_64 gen(seed);
-  std::vector<std::int64_t> pos(3 * static_cast<std::size_t>(tokens));
+  std::vector<std::int64_t> pos(4 * static_cast<std::size_t>(tokens));
   for (auto& p : pos)
     p = static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(tab.length()));
-  const std::int64_t* streams[3] = {pos.data(), pos.data() + tokens, pos.data() + 2 * tokens};
+  const std::int64_t* streams[4] = {pos.data(), pos.data() + tokens, pos.data() + 2 * tokens,
+                                    pos.data() + 3 * tokens};
   std::vector<unsigned char> entry_stream(d);
   std::vector<Real> scratch(4 * d);
   const auto g = rope::detail::gather_streams(sec, tab.layout(), d, streams, entry_stream.data(),
@@ -424,7 +431,7 @@ ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TI
   const std::string what =
       std::string(rope::to_string(K::id)) + " M-RoPE gathered D=" + std::to_string(head_dim) +
       " d=" + std::to_string(d) + " " + rope::to_string(tab.layout()) +
-      (sec.interleaved ? " interleaved" : "") + (in_place ? " in place" : " out of place") +
+      sections_name(sec) + (in_place ? " in place" : " out of place") +
       (dir == rope::direction::inverse ? " inverse" : " forward") +
       (rnd == rope::rounding::fast ? " fast" : "") +
       (tab.mode() == rope::table_mode::compact ? " compact" : " dense") + " out phase " +
@@ -434,8 +441,8 @@ ROPE_NOINLINE void check_gathered_case(const rope::table<rope::compute_type_t<TI
                row_elements(n, tokens, heads, ts, hs, head_dim), in_place, what);
 }
 
-template <class K, std::size_t Dim, class TIn, class TOut>
-void check_gathered_modes(const tables& tabs, const rope::mrope_sections& sec, int head_dim,
+template <class K, std::size_t Dim, class TIn, class TOut, class Sections>
+void check_gathered_modes(const tables& tabs, const Sections& sec, int head_dim,
                           std::uint64_t& seed) {
   using Real = rope::compute_type_t<TIn>;
   constexpr bool two_roundings = rope::detail::precise_store<Real, TOut>();
@@ -480,6 +487,22 @@ void check_gathered_rows() {
         check_gathered_modes<K, 128, rope::bfloat16, rope::bfloat16>(tabs, m.sec, m.head_dim, seed);
         check_gathered_modes<K, 128, float, rope::float16>(tabs, m.sec, m.head_dim, seed);
       }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  struct xd_model {
+    int head_dim, rotary_dim;
+    rope::xdrope_sections sec;
+  };
+  const xd_model xd_models[] = {{128, 128, {16, 16, 16, 16}}, {48, 40, {3, 6, 7, 4}}};
+  for (const xd_model& m : xd_models)
+    for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {
+      const tables tabs(rope::make_spec(m.head_dim, m.rotary_dim, 1e6, l));
+      check_gathered_modes<K, rope::dynamic, float, float>(tabs, m.sec, m.head_dim, seed);
+      check_gathered_modes<K, rope::dynamic, rope::bfloat16, rope::bfloat16>(tabs, m.sec,
+                                                                             m.head_dim, seed);
+      check_gathered_modes<K, rope::dynamic, float, rope::float16>(tabs, m.sec, m.head_dim, seed);
+      if (m.rotary_dim == 128)
+        check_gathered_modes<K, 128, float, float>(tabs, m.sec, m.head_dim, seed);
       if (::testing::Test::HasFatalFailure()) return;
     }
 }

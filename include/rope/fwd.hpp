@@ -21,6 +21,7 @@ enum class status : unsigned char;
 struct spec;
 struct frequencies;
 struct mrope_sections;
+struct xdrope_sections;
 
 // rope/storage.hpp (the default argument is given here, once)
 struct float16;

@@ -23,6 +23,10 @@
 // bit for bit, on every path, at 1.02-1.17x rope::apply's time (benchmarks/mrope_bench: 32
 // heads of 128; a vision encoder's 16 heads of 80, 1.14-1.32x).
 //
+// XD-RoPE (HunyuanOCR, Hunyuan-VL; rope::apply_xdrope, rope::xdrope_sections) is the same with
+// four positions per token (sequence position, column, row, image index), each taking a
+// consecutive section of the pairs, and runs on the same gathered rows.
+//
 // rope::apply_qk_mrope rotates queries and keys in one call (as rope::apply_qk). A context
 // shift of M-RoPE keys is rope::shift_positions with any one stream's positions: a shift by
 // delta turns every pair by delta * w_j, whatever its stream.
@@ -53,11 +57,12 @@ namespace detail {
 /// path's kernels (rope::apply's: SIMD, row held in registers) rotate the token's heads with it.
 template <class Real, class Pos>
 struct gathered_tokens {
-  const Pos* streams[3];
-  // Consecutive sections (Qwen2-VL, Qwen2.5-VL): stream k's row entries are [first[k],
-  // first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL) and alternating
-  // (ERNIE-4.5-VL): entry i takes stream entry_stream[i].
-  std::size_t first[4];
+  const Pos* streams[4];   // M-RoPE's three or XD-RoPE's four
+  std::size_t n_streams;
+  // Consecutive sections (Qwen2-VL, Qwen2.5-VL, XD-RoPE): stream k's row entries are
+  // [first[k], first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL) and
+  // alternating (ERNIE-4.5-VL): entry i takes stream entry_stream[i].
+  std::size_t first[5];
   const unsigned char* entry_stream;  // null for consecutive sections
   Real* scratch;                      // a row with its low parts, for a compact table's rows
 };
@@ -83,7 +88,7 @@ struct token_rows<gathered_tokens<Real, Pos>> {
   template <bool Precise>
   static row_ptrs<Real> fetch(const table<Real>& tab, const gathered_tokens<Real, Pos>* g,
                               std::size_t t, Real* out, std::size_t m) noexcept {
-    for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < g->n_streams; ++k) {
       if (!g->entry_stream && g->first[k] == g->first[k + 1]) continue;
       const row_ptrs<Real> src =
           fetch_row<Precise>(tab, static_cast<std::int64_t>(g->streams[k][t]), g->scratch, m);
@@ -120,25 +125,61 @@ job<TIn, TOut, Pos> sub_job(const job<TIn, TOut, Pos>& jb, std::size_t t0,
   return sub;
 }
 
+/// A call's position streams (unused ones null), passed on as an array.
+template <class Pos>
+struct stream_ptrs {
+  const Pos* p[4];
+};
+
+/// Streams per token: M-RoPE's three, XD-RoPE's four.
+constexpr std::size_t stream_count(const mrope_sections&) noexcept { return 3; }
+constexpr std::size_t stream_count(const xdrope_sections&) noexcept { return 4; }
+
+inline bool sections_match(const mrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
+  return mrope_sections_match(s, rotary_dim);
+}
+inline bool sections_match(const xdrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
+  return xdrope_sections_match(s, rotary_dim);
+}
+
+/// Pair counts of consecutive sections, in stream order; false where pairs pick their stream
+/// one by one (mrope_stream: interleaved, hw_alternating).
+inline bool consecutive_counts(const mrope_sections& s, std::size_t count[4]) noexcept {
+  if (s.interleaved || s.hw_alternating) return false;
+  const int c[4] = {s.temporal, s.height, s.width, 0};
+  for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
+  return true;
+}
+inline bool consecutive_counts(const xdrope_sections& s, std::size_t count[4]) noexcept {
+  const int c[4] = {s.position, s.width, s.height, s.image};
+  for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
+  return true;
+}
+inline int mrope_stream(const xdrope_sections&, std::size_t) noexcept { return 0; }  // unused
+
 /// The gathered_tokens of streams (each from the job's first token) under sections sec, for a
 /// table of layout l and rotary dim d. entry_stream: room for d entries; scratch: for a row,
 /// 2 * d values (4 * d where the kernels read low parts: precise_store).
-template <class Real, class Pos>
-gathered_tokens<Real, Pos> gather_streams(const mrope_sections& sec, layout l, std::size_t d,
-                                          const Pos* const streams[3], unsigned char* entry_stream,
+template <class Real, class Pos, class Sections>
+gathered_tokens<Real, Pos> gather_streams(const Sections& sec, layout l, std::size_t d,
+                                          const Pos* const streams[4], unsigned char* entry_stream,
                                           Real* scratch) noexcept {
   const bool per_element = l == layout::interleaved;
   const std::size_t m = per_element ? d : d / 2;  // entries per part of a row
-  gathered_tokens<Real, Pos> g{
-      {streams[0], streams[1], streams[2]}, {0, 0, 0, m}, nullptr, scratch};
-  if (sec.interleaved || sec.hw_alternating) {
+  const std::size_t n = stream_count(sec);
+  gathered_tokens<Real, Pos> g{{streams[0], streams[1], streams[2], n > 3 ? streams[3] : nullptr},
+                               n,
+                               {0, m, m, m, m},
+                               nullptr,
+                               scratch};
+  std::size_t count[4];
+  if (!consecutive_counts(sec, count)) {
     for (std::size_t i = 0; i < m; ++i)
       entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
     g.entry_stream = entry_stream;
   } else {
     const std::size_t per_pair = per_element ? 2 : 1;
-    g.first[1] = per_pair * static_cast<std::size_t>(sec.temporal);
-    g.first[2] = g.first[1] + per_pair * static_cast<std::size_t>(sec.height);
+    for (std::size_t k = 1; k < n; ++k) g.first[k] = g.first[k - 1] + per_pair * count[k - 1];
   }
   return g;
 }
@@ -147,15 +188,16 @@ gathered_tokens<Real, Pos> gather_streams(const mrope_sections& sec, layout l, s
 /// kernels with rows gathered by token_rows. Out of line: its scratch row and entry streams
 /// (17 KB with a run-time dim, besides the kernel's own row of 16 KB) stay off the text
 /// tokens' path.
-template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos, class Sections>
 ROPE_NOINLINE void run_gathered(const table<Real>& tab, const job<TIn, TOut, Pos>& jb,
-                                const Pos* const streams[3], const mrope_sections& sec,
+                                const Pos* const streams[4], const Sections& sec,
                                 std::size_t t0, std::size_t t1, direction dir,
                                 rounding rnd) noexcept {
   constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
   alignas(64) Real scratch[(precise_store<Real, TOut>() ? 4 : 2) * cap];
   unsigned char entry_stream[cap];
-  const Pos* const from_t0[3] = {streams[0] + t0, streams[1] + t0, streams[2] + t0};
+  const Pos* from_t0[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (std::size_t k = 0; k < stream_count(sec); ++k) from_t0[k] = streams[k] + t0;
   const gathered_tokens<Real, Pos> g =
       gather_streams(sec, tab.layout(), static_cast<std::size_t>(tab.rotary_dim()), from_t0,
                      entry_stream, scratch);
@@ -167,14 +209,17 @@ ROPE_NOINLINE void run_gathered(const table<Real>& tab, const job<TIn, TOut, Pos
            dir, rnd);
 }
 
-/// Runs a validated job: runs of tokens whose three positions agree through rope::apply's
+/// Runs a validated job: runs of tokens whose positions all agree through rope::apply's
 /// kernels, the others through the gathered rows.
-template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-void run_mrope(const table<Real>& tab, const mrope_sections& sec, const job<TIn, TOut, Pos>& jb,
-               const Pos* const streams[3], direction dir, rounding rnd) noexcept {
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos, class Sections>
+void run_mrope(const table<Real>& tab, const Sections& sec, const job<TIn, TOut, Pos>& jb,
+               const Pos* const streams[4], direction dir, rounding rnd) noexcept {
   const std::size_t n = jb.n_tokens;
+  const std::size_t n_streams = stream_count(sec);
   const auto agree = [&](std::size_t i) {
-    return streams[0][i] == streams[1][i] && streams[0][i] == streams[2][i];
+    for (std::size_t k = 1; k < n_streams; ++k)
+      if (streams[k][i] != streams[0][i]) return false;
+    return true;
   };
   std::size_t t = 0;
   while (t < n) {
@@ -190,11 +235,12 @@ void run_mrope(const table<Real>& tab, const mrope_sections& sec, const job<TIn,
   }
 }
 
-/// The three position streams of n tokens: in the table's range, none inside an output.
+/// The n_streams position streams of n tokens: in the table's range, none inside an output.
 template <class TA, class TB, class Pos>
-status check_streams(const Pos* const streams[3], std::ptrdiff_t n, std::int64_t length,
-                     const heads_view<TA>& out_a, const heads_view<TB>& out_b) noexcept {
-  for (int k = 0; k < 3; ++k) {
+status check_streams(const Pos* const streams[4], std::size_t n_streams, std::ptrdiff_t n,
+                     std::int64_t length, const heads_view<TA>& out_a,
+                     const heads_view<TB>& out_b) noexcept {
+  for (std::size_t k = 0; k < n_streams; ++k) {
     if (status st = check_positions(streams[k], n, length); st != status::ok) return st;
     if (positions_overlap(out_a, streams[k], n) || positions_overlap(out_b, streams[k], n))
       return status::overlapping_buffers;
@@ -202,31 +248,32 @@ status check_streams(const Pos* const streams[3], std::ptrdiff_t n, std::int64_t
   return status::ok;
 }
 
-template <std::size_t Dim, class Real, class TIn, class TOut, class Pos>
-status apply_mrope_views(const table<Real>& tab, const mrope_sections& sec,
-                         const heads_view<TIn>& in, const heads_view<TOut>& out, const Pos* pos_t,
-                         const Pos* pos_h, const Pos* pos_w, direction dir, rounding rnd) noexcept {
+// streams: the positions, one pointer per stream (stream_count(sec) of them).
+template <std::size_t Dim, class Real, class TIn, class TOut, class Pos, class Sections>
+status apply_mrope_views(const table<Real>& tab, const Sections& sec, const heads_view<TIn>& in,
+                         const heads_view<TOut>& out, const Pos* const streams[4], direction dir,
+                         rounding rnd) noexcept {
   if (status st = check_options(dir, rnd); st != status::ok) return st;
   if (status st = check_table<Dim>(tab); st != status::ok) return st;
-  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
+  if (!sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
   if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
   if (empty(in)) return status::ok;
-  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
-  if (status st = check_streams(streams, in.n_tokens, tab.length(), out, out); st != status::ok)
+  if (status st = check_streams(streams, stream_count(sec), in.n_tokens, tab.length(), out, out);
+      st != status::ok)
     return st;
-  run_mrope<Dim>(tab, sec, make_job(in, out, pos_t), streams, dir, rnd);
+  run_mrope<Dim>(tab, sec, make_job(in, out, streams[0]), streams, dir, rnd);
   return status::ok;
 }
 
-template <std::size_t Dim, class Real, class TIn, class TQOut, class TKOut, class Pos>
-status apply_qk_mrope_views(const table<Real>& tab, const mrope_sections& sec,
+template <std::size_t Dim, class Real, class TIn, class TQOut, class TKOut, class Pos,
+          class Sections>
+status apply_qk_mrope_views(const table<Real>& tab, const Sections& sec,
                             const heads_view<TIn>& q_in, const heads_view<TQOut>& q_out,
                             const heads_view<TIn>& k_in, const heads_view<TKOut>& k_out,
-                            const Pos* pos_t, const Pos* pos_h, const Pos* pos_w, direction dir,
-                            rounding rnd) noexcept {
+                            const Pos* const streams[4], direction dir, rounding rnd) noexcept {
   if (status st = check_options(dir, rnd); st != status::ok) return st;
   if (status st = check_table<Dim>(tab); st != status::ok) return st;
-  if (!mrope_sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
+  if (!sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
   const std::ptrdiff_t d = tab.rotary_dim();
   if (status st = check_pair(q_in, q_out, d); st != status::ok) return st;
   if (status st = check_pair(k_in, k_out, d); st != status::ok) return st;
@@ -235,11 +282,11 @@ status apply_qk_mrope_views(const table<Real>& tab, const mrope_sections& sec,
     return status::overlapping_buffers;
   const std::ptrdiff_t n = empty(q_in) ? (empty(k_in) ? 0 : k_in.n_tokens) : q_in.n_tokens;
   if (n == 0) return status::ok;
-  const Pos* const streams[3] = {pos_t, pos_h, pos_w};
-  if (status st = check_streams(streams, n, tab.length(), q_out, k_out); st != status::ok)
+  if (status st = check_streams(streams, stream_count(sec), n, tab.length(), q_out, k_out);
+      st != status::ok)
     return st;
-  if (!empty(q_in)) run_mrope<Dim>(tab, sec, make_job(q_in, q_out, pos_t), streams, dir, rnd);
-  if (!empty(k_in)) run_mrope<Dim>(tab, sec, make_job(k_in, k_out, pos_t), streams, dir, rnd);
+  if (!empty(q_in)) run_mrope<Dim>(tab, sec, make_job(q_in, q_out, streams[0]), streams, dir, rnd);
+  if (!empty(k_in)) run_mrope<Dim>(tab, sec, make_job(k_in, k_out, streams[0]), streams, dir, rnd);
   return status::ok;
 }
 
@@ -258,7 +305,8 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
                                  const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
                                  direction dir = direction::forward,
                                  rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_mrope_views<Dim>(tab, sec, in, out, pos_t, pos_h, pos_w, dir, rnd);
+  return detail::apply_mrope_views<Dim>(
+      tab, sec, in, out, detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
 }
 
 /// Out of place from a mutable input view, its storage type deduced (as rope::apply).
@@ -268,8 +316,9 @@ template <class TIn, class TOut, class Pos, std::enable_if_t<!std::is_const<TIn>
                                  const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
                                  direction dir = direction::forward,
                                  rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_mrope_views<dynamic>(tab, sec, heads_view<const TIn>(in), out, pos_t, pos_h,
-                                            pos_w, dir, rnd);
+  return detail::apply_mrope_views<dynamic>(
+      tab, sec, heads_view<const TIn>(in), out,
+      detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
 }
 
 /// In place.
@@ -278,7 +327,8 @@ template <class T, std::size_t Dim = dynamic, class Pos>
                                  const heads_view<T>& x, const Pos* pos_t, const Pos* pos_h,
                                  const Pos* pos_w, direction dir = direction::forward,
                                  rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_mrope_views<Dim>(tab, sec, x, x, pos_t, pos_h, pos_w, dir, rnd);
+  return detail::apply_mrope_views<Dim>(
+      tab, sec, x, x, detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
 }
 
 /// Queries and keys in one call (grouped-query attention: their own head counts and strides),
@@ -292,8 +342,9 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
                                     const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
                                     direction dir = direction::forward,
                                     rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_qk_mrope_views<Dim>(tab, sec, q_in, q_out, k_in, k_out, pos_t, pos_h, pos_w,
-                                           dir, rnd);
+  return detail::apply_qk_mrope_views<Dim>(
+      tab, sec, q_in, q_out, k_in, k_out,
+      detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
 }
 
 /// The storage type deduced from input views of which one or both are mutable (both inputs of
@@ -306,9 +357,9 @@ template <class QIn, class TQOut, class KIn, class TKOut, class Pos,
                                     const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
                                     direction dir = direction::forward,
                                     rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_qk_mrope_views<dynamic>(tab, sec, heads_view<const T>(q_in), q_out,
-                                               heads_view<const T>(k_in), k_out, pos_t, pos_h,
-                                               pos_w, dir, rnd);
+  return detail::apply_qk_mrope_views<dynamic>(
+      tab, sec, heads_view<const T>(q_in), q_out, heads_view<const T>(k_in), k_out,
+      detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
 }
 
 /// Queries and keys in one call, in place.
@@ -318,7 +369,66 @@ template <class T, std::size_t Dim = dynamic, class Pos>
                                     const Pos* pos_t, const Pos* pos_h, const Pos* pos_w,
                                     direction dir = direction::forward,
                                     rounding rnd = rounding::accurate) noexcept {
-  return detail::apply_qk_mrope_views<Dim>(tab, sec, q, q, k, k, pos_t, pos_h, pos_w, dir, rnd);
+  return detail::apply_qk_mrope_views<Dim>(
+      tab, sec, q, q, k, k, detail::stream_ptrs<Pos>{{pos_t, pos_h, pos_w, nullptr}}.p, dir, rnd);
+}
+
+/// XD-RoPE (HunyuanOCR, Hunyuan-VL: rope::xdrope_sections): token t at positions pos_p[t]
+/// (its sequence position), pos_w[t] (column), pos_h[t] (row) and pos_i[t] (the image's index),
+/// each pair taking its section's position. HF's position_ids of shape [4, n_tokens] are
+/// pos_p = ids, pos_w = ids + n, pos_h = ids + 2 n, pos_i = ids + 3 n. The table is the
+/// model's (Hunyuan's fixed NTK base: from_config with type xdrope); a token whose four
+/// positions agree (every text token) is rope::apply's result bit for bit, the others are
+/// each pair rope::apply's result at its stream's position (as apply_mrope). Types, rounding
+/// and errors as rope::apply; sections that do not assign the table's rotary_dim / 2 pairs
+/// give status::bad_dimension, nothing written. Out of place or in place (out the rows of in).
+template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
+[[nodiscard]] status apply_xdrope(const table<compute_type_t<T>>& tab, const xdrope_sections& sec,
+                                  const heads_view<const T>& in, const heads_view<TOut>& out,
+                                  const Pos* pos_p, const Pos* pos_w, const Pos* pos_h,
+                                  const Pos* pos_i, direction dir = direction::forward,
+                                  rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<Dim>(
+      tab, sec, in, out, detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
+}
+
+/// XD-RoPE in place.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply_xdrope(const table<compute_type_t<T>>& tab, const xdrope_sections& sec,
+                                  const heads_view<T>& x, const Pos* pos_p, const Pos* pos_w,
+                                  const Pos* pos_h, const Pos* pos_i,
+                                  direction dir = direction::forward,
+                                  rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<Dim>(
+      tab, sec, x, x, detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
+}
+
+/// XD-RoPE queries and keys in one call, each out of place or in place, both validated before
+/// either is written (as apply_qk_mrope).
+template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Pos>
+[[nodiscard]] status apply_qk_xdrope(const table<compute_type_t<T>>& tab,
+                                     const xdrope_sections& sec, const heads_view<const T>& q_in,
+                                     const heads_view<TQOut>& q_out,
+                                     const heads_view<const T>& k_in,
+                                     const heads_view<TKOut>& k_out, const Pos* pos_p,
+                                     const Pos* pos_w, const Pos* pos_h, const Pos* pos_i,
+                                     direction dir = direction::forward,
+                                     rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<Dim>(
+      tab, sec, q_in, q_out, k_in, k_out,
+      detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
+}
+
+/// XD-RoPE queries and keys in one call, in place.
+template <class T, std::size_t Dim = dynamic, class Pos>
+[[nodiscard]] status apply_qk_xdrope(const table<compute_type_t<T>>& tab,
+                                     const xdrope_sections& sec, const heads_view<T>& q,
+                                     const heads_view<T>& k, const Pos* pos_p, const Pos* pos_w,
+                                     const Pos* pos_h, const Pos* pos_i,
+                                     direction dir = direction::forward,
+                                     rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<Dim>(
+      tab, sec, q, q, k, k, detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
 }
 
 ROPE_END_NAMESPACE  // rope

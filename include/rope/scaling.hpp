@@ -691,7 +691,9 @@ struct model_config {
   /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
   /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), attn_factor
   /// (telechat3-yarn: TeleChat3's YaRN, A = (1 + 0.07 ln factor) * attn_factor), mrope_section,
-  /// mrope_interleaved, freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
+  /// mrope_interleaved, xdrope_section (HunyuanOCR's XD-RoPE: four pair counts, or three;
+  /// HF's v5 HunYuanVL config calls it mrope_section, read so under a hunyuan_vl model_type),
+  /// freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
   /// level: put it here; with an ERNIE-4.5-VL model_type only); v5 also puts rope_theta and
   /// partial_rotary_factor here (they then override the top-level fields). Other keys are
   /// ignored, as HF does. rope_type "mrope" (Qwen2-VL) and "original" (Grok-2, whose config
@@ -719,12 +721,14 @@ struct model_config {
   std::string model_type;
 };
 
-/// A model's spec (rotation) and scaling, and its M-RoPE sections (all zero unless the config
-/// has mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL; rope/mrope.hpp).
+/// A model's spec (rotation) and scaling, its M-RoPE sections (all zero unless the config has
+/// mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL; rope/mrope.hpp) and its XD-RoPE
+/// sections (all zero unless it has four xdrope_section counts: HunyuanOCR, Hunyuan-VL).
 struct scaled_spec {
   rope::spec spec;
   rope::scaling scaling;
   rope::mrope_sections mrope;
+  rope::xdrope_sections xdrope;
 };
 
 namespace detail {
@@ -821,7 +825,9 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "default" || t == "mrope" || t == "original") return scaling_type::none;
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
-  if (t == "dynamic") return scaling_type::dynamic_ntk;
+  // xdrope: HunyuanOCR / Hunyuan-VL, HF's dynamic (with its alpha: Hunyuan's fixed NTK base)
+  // plus xdrope_section, which from_config reads.
+  if (t == "dynamic" || t == "xdrope") return scaling_type::dynamic_ntk;
   // telechat3-yarn (TeleChat3): YaRN with its own attention factor; from_config reads it.
   if (t == "yarn" || t == "telechat3-yarn") return scaling_type::yarn;
   if (t == "llama3") return scaling_type::llama3;
@@ -829,9 +835,9 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   if (t == "longrope" || t == "su") return scaling_type::longrope;
   if (t == "proportional") return scaling_type::proportional;  // Gemma 4
   scaling_error(key, "\"" + t + "\"",
-                "is not known (default, linear, ntk, dynamic, yarn, telechat3-yarn, llama3, "
-                "longrope, proportional; aliases: type for rope_type, mrope and original for "
-                "default, su for longrope)");
+                "is not known (default, linear, ntk, dynamic, xdrope, yarn, telechat3-yarn, "
+                "llama3, longrope, proportional; aliases: type for rope_type, mrope and original "
+                "for default, su for longrope)");
 }
 
 }  // namespace detail
@@ -851,7 +857,8 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// pair, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
 /// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
 /// does not read or fails on and a factor that disagrees with max_position_embeddings / M0.
-/// proportional's factor defaults to 1.
+/// proportional's factor defaults to 1. type xdrope (HunyuanOCR) reads as dynamic with its
+/// xdrope_section into scaled_spec::xdrope (three counts: scaled_spec::mrope, consecutive).
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
@@ -973,8 +980,61 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 "] leaving an even number of pairs to height and width");
     from_f = {hw, hw, f};
   }
-  const config_value* section = keys.find("mrope_section");
-  if (!section && from_f.empty() && (type_name == "mrope" || interleaved || ernie))
+  // A list as the messages show it: [a,b,c].
+  const auto list_text = [](const std::vector<double>& v) {
+    std::string t = "[";
+    for (double e : v) t += (t.size() > 1 ? "," : "") + detail::format_double(e);
+    return t + "]";
+  };
+  // XD-RoPE (HunyuanOCR, Hunyuan-VL: type xdrope): xdrope_section, which HF's HunYuanVL config
+  // renames mrope_section (both given, they must agree), four consecutive pair counts
+  // (position, width, height, image index; Tencent's code splits by xdrope_section * 2, chunk
+  // i taking stream i % 4), or three (width, height, image index: Qwen2-VL's consecutive
+  // sections, so M-RoPE's). One HF version doubles each count instead of repeating the list,
+  // which turns a pair's two coordinates by different positions (not a rotation) wherever a
+  // token's positions differ; Tencent's code, vLLM and mlx do not.
+  const bool hunyuan_vl = starts("hunyuan_vl") && !ends("_vision");
+  const config_value* xd = keys.find("xdrope_section");
+  const config_value* ms = keys.find("mrope_section");
+  if (xd && ms && !(xd->type() == config_value::kind::list &&
+                    ms->type() == config_value::kind::list && xd->list() == ms->list()))
+    detail::scaling_error("xdrope_section", detail::scaling_keys::kind_name(*xd),
+                          "disagrees with mrope_section (HF raises)");
+  const config_value* xs = xd ? xd : (hunyuan_vl || type_name == "xdrope" ? ms : nullptr);
+  if (type_name == "xdrope" && !xs)
+    detail::raise(error_kind::invalid_argument,
+                  "missing required key xdrope_section (type xdrope: four pair counts, position, "
+                  "width, height, image index)");
+  if (xs) {
+    const char* key = xd ? "xdrope_section" : "mrope_section";
+    std::string text = detail::scaling_keys::kind_name(*xs);
+    bool ok = xs->type() == config_value::kind::list &&
+              (xs->list().size() == 3 || xs->list().size() == 4);
+    if (xs->type() == config_value::kind::list) {
+      text = list_text(xs->list());
+      for (double e : xs->list()) ok = ok && e >= 0 && e <= max_rotary_dim && std::floor(e) == e;
+    }
+    if (!ok)
+      detail::scaling_error(key, text,
+                            "must be four pair counts (position, width, height, image index) or "
+                            "three (width, height, image index): integers >= 0");
+    if (interleaved || ernie || !from_f.empty())
+      detail::scaling_error(key, text, "is XD-RoPE's, which takes no mrope_interleaved, "
+                                       "freq_allocation or ERNIE-4.5-VL model_type");
+    const auto& e = xs->list();
+    const auto at = [&](std::size_t i) { return static_cast<int>(e[i]); };
+    if (e.size() == 4)
+      out.xdrope = {at(0), at(1), at(2), at(3)};
+    else
+      out.mrope = {at(0), at(1), at(2), false};
+    if (!(e.size() == 4 ? detail::xdrope_sections_match(out.xdrope, rotary_dim)
+                        : detail::mrope_sections_match(out.mrope, rotary_dim)))
+      detail::scaling_error(key, text,
+                            "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
+                                " pairs (their sum)");
+  }
+  const config_value* section = xs ? nullptr : ms;
+  if (!xs && !section && from_f.empty() && (type_name == "mrope" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key mrope_section (") +
                       (ernie ? "model_type " + cfg.model_type
@@ -982,12 +1042,6 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                               : std::string("mrope_interleaved is true")) +
                       ": three pair counts, " + order +
                       (ernie ? "; or Baidu's freq_allocation)" : ")"));
-  // A list as the messages show it: [a,b,c].
-  const auto list_text = [](const std::vector<double>& v) {
-    std::string t = "[";
-    for (double e : v) t += (t.size() > 1 ? "," : "") + detail::format_double(e);
-    return t + "]";
-  };
   if (section || !from_f.empty()) {
     std::string text = section ? detail::scaling_keys::kind_name(*section) : "";
     bool ok = !section || (section->type() == config_value::kind::list &&

@@ -75,6 +75,18 @@ struct mrope_sections {
   bool hw_alternating = false;  ///< ERNIE-4.5-VL's order (not with interleaved)
 };
 
+/// XD-RoPE (rope/mrope.hpp; Tencent's HunyuanOCR and Hunyuan-VL, config type "xdrope" with
+/// xdrope_section): four positions per token, each taking a consecutive section of the
+/// rotary_dim / 2 pairs in this order: the sequence position, the column (width), the row
+/// (height) and the image's index (Tencent's `xdrope_section * 2` split, chunk i taking stream
+/// i % 4, as vLLM's XDRotaryEmbedding). All zero: not an XD-RoPE model.
+struct xdrope_sections {
+  int position = 0;  ///< pairs that take the sequence position (xdrope_section[0])
+  int width = 0;     ///< pairs that take the column (xdrope_section[1])
+  int height = 0;    ///< pairs that take the row (xdrope_section[2])
+  int image = 0;     ///< pairs that take the image's index (xdrope_section[3])
+};
+
 /// "interleaved", "half_split", or "unset" for a value that is neither.
 inline const char* to_string(layout l) noexcept {
   switch (l) {
@@ -140,6 +152,12 @@ inline bool mrope_sections_match(const mrope_sections& s, std::ptrdiff_t rotary_
   if (static_cast<std::ptrdiff_t>(s.temporal) + s.height + s.width != pairs) return false;
   if (s.hw_alternating) return !s.interleaved && s.height == s.width && s.temporal > 0;
   return !s.interleaved || (s.height <= (pairs + 1) / 3 && s.width <= pairs / 3);
+}
+
+/// XD-RoPE sections that assign exactly the rotary_dim / 2 pairs, none negative.
+inline bool xdrope_sections_match(const xdrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
+  if (s.position < 0 || s.width < 0 || s.height < 0 || s.image < 0) return false;
+  return static_cast<std::ptrdiff_t>(s.position) + s.width + s.height + s.image == rotary_dim / 2;
 }
 
 inline void check_base(double base) {
