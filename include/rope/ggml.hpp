@@ -50,8 +50,10 @@
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
 // q/k permutation) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
 // is rope::layout::half_split; the M-RoPE modes 8 and 40 (Qwen2-VL's sections, Qwen3-VL's
-// interleaved ones) go through rope::apply_mrope with half_split. The vision mode (24) pairs x[i]
-// with x[i + n_dims] and restarts the frequencies per section: not this.
+// interleaved ones) go through rope::apply_mrope with half_split (in mode 40 ggml turns the pairs
+// no section reaches, Qwen3-VL's 61 and 62, by a fourth position that llama.cpp sets to 0 for
+// text; HF and apply_mrope by the temporal one). The vision mode (24) pairs x[i] with
+// x[i + n_dims] and restarts the frequencies per section: not this.
 //
 // The parameters are the values handed to ggml_rope_ext, which llama.cpp derives from the GGUF
 // keys and its context parameters: attn_factor in particular is not a GGUF key's value as is
