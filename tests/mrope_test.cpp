@@ -1028,9 +1028,10 @@ TEST(XdRope, TencentsSplitOverFourPositions) {
     const std::vector<float> x = random_rows(n * H * d, 31);
     const auto xv = rope::packed_heads(x.data(), static_cast<std::ptrdiff_t>(n), H, D);
     std::vector<float> got(x.size());
+    const auto N = static_cast<std::ptrdiff_t>(n);
     ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, rope::heads_view<const float>(xv),
-                                        rope::packed_heads(got.data(), static_cast<std::ptrdiff_t>(n), H, D),
-                                        s[0], s[1], s[2], s[3]),
+                                        rope::packed_heads(got.data(), N, H, D), s[0], s[1], s[2],
+                                        s[3]),
               rope::status::ok);
     // Tencent's angles: element e in chunk e / 16 of xdrope_section * 2, stream (e / 16) % 4.
     const int sections2[8] = {16, 16, 16, 16, 16, 16, 16, 16};
@@ -1051,55 +1052,70 @@ TEST(XdRope, TencentsSplitOverFourPositions) {
   }
 }
 
-// Each pair, bit for bit, is rope::apply's result at its section's position, on both layouts,
-// out of place, in place and for q and k in one call; text tokens are rope::apply's.
-TEST(XdRope, EachPairIsApplyAtItsSectionsPosition) {
+// Each pair, bit for bit, is rope::apply's result at its section's position: both layouts,
+// forward and inverse, float and fp16 outputs, out of place, in place, and q and k (one key
+// head against two query heads) in one call; text tokens are rope::apply's.
+template <class TOut>
+void check_xdrope_pairs(rope::layout l, rope::direction dir) {
   const int D = 96, H = 2;
   const std::size_t n = 24, d = static_cast<std::size_t>(D), P = d / 2;
   const rope::xdrope_sections sec{10, 14, 14, 10};
-  for (const rope::layout l : kLayouts) {
-    auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, l), 4096);
-    const auto pos = xd_positions(n, 2000);
-    const std::int64_t* s[4] = {pos[0].data(), pos[1].data(), pos[2].data(), pos[3].data()};
-    const std::vector<float> x = random_rows(n * H * d, 33);
-    const auto N = static_cast<std::ptrdiff_t>(n);
-    const auto xv = rope::heads_view<const float>(rope::packed_heads(x.data(), N, H, D));
-    std::vector<float> got(x.size()), by[4];
-    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, xv, rope::packed_heads(got.data(), N, H, D),
-                                        s[0], s[1], s[2], s[3]),
+  auto tab = rope::get_table<float>(rope::make_spec(D, D, 1e6, l), 4096);
+  const auto pos = xd_positions(n, 2000);
+  const std::int64_t* s[4] = {pos[0].data(), pos[1].data(), pos[2].data(), pos[3].data()};
+  const std::vector<float> x = random_rows(n * H * d, 33);
+  const auto N = static_cast<std::ptrdiff_t>(n);
+  const auto xv = rope::heads_view<const float>(rope::packed_heads(x.data(), N, H, D));
+  std::vector<TOut> got(x.size()), by[4];
+  ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, xv, rope::packed_heads(got.data(), N, H, D), s[0],
+                                      s[1], s[2], s[3], dir),
+            rope::status::ok);
+  for (int k = 0; k < 4; ++k) {
+    by[k].resize(x.size());
+    ASSERT_EQ(rope::apply<float>(*tab, xv, rope::packed_heads(by[k].data(), N, H, D), s[k], dir),
               rope::status::ok);
-    for (int k = 0; k < 4; ++k) {
-      by[k].resize(x.size());
-      ASSERT_EQ(rope::apply<float>(*tab, xv, rope::packed_heads(by[k].data(), N, H, D), s[k]),
-                rope::status::ok);
-    }
-    const int first[5] = {0, sec.position, sec.position + sec.width,
-                          sec.position + sec.width + sec.height, D / 2};
-    for (std::size_t t = 0; t < n; ++t)
-      for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
-        for (std::size_t j = 0; j < P; ++j) {
-          int k = 0;
-          while (static_cast<int>(j) >= first[k + 1]) ++k;
-          const std::size_t off = (t * static_cast<std::size_t>(H) + h) * d;
-          for (std::size_t i : {oracle::first(l, j, P), oracle::second(l, j, P)})
-            ASSERT_EQ(0, std::memcmp(&got[off + i], &by[k][off + i], sizeof(float)))
-                << rope::to_string(l) << " token " << t << " pair " << j << " stream " << k;
-        }
-    for (std::size_t t : {std::size_t{0}, std::size_t{2}, std::size_t{20}})  // text tokens
-      EXPECT_EQ(0, std::memcmp(&got[t * H * d], &by[0][t * H * d], H * d * sizeof(float)));
+  }
+  const int first[5] = {0, sec.position, sec.position + sec.width,
+                        sec.position + sec.width + sec.height, D / 2};
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+      for (std::size_t j = 0; j < P; ++j) {
+        int k = 0;
+        while (static_cast<int>(j) >= first[k + 1]) ++k;
+        const std::size_t off = (t * static_cast<std::size_t>(H) + h) * d;
+        for (std::size_t i : {oracle::first(l, j, P), oracle::second(l, j, P)})
+          ASSERT_EQ(0, std::memcmp(&got[off + i], &by[k][off + i], sizeof(TOut)))
+              << rope::to_string(l) << " token " << t << " pair " << j << " stream " << k;
+      }
+  for (std::size_t t : {std::size_t{0}, std::size_t{2}, std::size_t{20}})  // text tokens
+    EXPECT_EQ(0, std::memcmp(&got[t * H * d], &by[0][t * H * d], H * d * sizeof(TOut)));
+  if constexpr (std::is_same<TOut, float>::value) {
     std::vector<float> y = x;
-    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, rope::packed_heads(y.data(), N, H, D), s[0], s[1],
-                                        s[2], s[3]),
+    ASSERT_EQ(rope::apply_xdrope<float>(*tab, sec, rope::packed_heads(y.data(), N, H, D), s[0],
+                                        s[1], s[2], s[3], dir),
               rope::status::ok);
     EXPECT_EQ(0, std::memcmp(y.data(), got.data(), y.size() * sizeof(float)));
-    std::vector<float> q = x, k = x;
+    std::vector<float> q = x, k(n * d);  // k: each token's first head
+    for (std::size_t t = 0; t < n; ++t)
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(t * H * d), d,
+                  k.begin() + static_cast<std::ptrdiff_t>(t * d));
     ASSERT_EQ(rope::apply_qk_xdrope<float>(*tab, sec, rope::packed_heads(q.data(), N, H, D),
-                                           rope::packed_heads(k.data(), N, H, D), s[0], s[1],
-                                           s[2], s[3]),
+                                           rope::packed_heads(k.data(), N, 1, D), s[0], s[1],
+                                           s[2], s[3], dir),
               rope::status::ok);
     EXPECT_EQ(0, std::memcmp(q.data(), got.data(), q.size() * sizeof(float)));
-    EXPECT_EQ(0, std::memcmp(k.data(), got.data(), k.size() * sizeof(float)));
+    for (std::size_t t = 0; t < n; ++t)
+      EXPECT_EQ(0, std::memcmp(&k[t * d], &got[t * H * d], d * sizeof(float))) << t;
   }
+}
+
+TEST(XdRope, EachPairIsApplyAtItsSectionsPosition) {
+  for (const rope::layout l : kLayouts)
+    for (const rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
+      check_xdrope_pairs<float>(l, dir);
+      check_xdrope_pairs<rope::float16>(l, dir);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
 }
 
 TEST(XdRope, BadInputIsRefusedAndNothingWritten) {
@@ -1119,7 +1135,7 @@ TEST(XdRope, BadInputIsRefusedAndNothingWritten) {
   };
   EXPECT_EQ(call({16, 16, 16, 15}, pi.data()), rope::status::bad_dimension);
   EXPECT_EQ(call({16, 16, 16, 17}, pi.data()), rope::status::bad_dimension);
-  EXPECT_EQ(call({-1, 17, 16, 16}, pi.data()), rope::status::bad_dimension);
+  EXPECT_EQ(call({-1, 17, 32, 16}, pi.data()), rope::status::bad_dimension);  // sums to 64
   EXPECT_EQ(call(ok, nullptr), rope::status::null_pointer);
   pi[2] = 1024;  // past the table, in the image-index stream only
   EXPECT_EQ(call(ok, pi.data()), rope::status::position_out_of_range);
@@ -1155,22 +1171,17 @@ TEST(XdRope, FromConfigReadsHunyuansSections) {
   // transformers v5's HunYuanVL config: rope_type dynamic, the sections under mrope_section.
   rope::model_config v5 = cfg;
   v5.model_type = "hunyuan_vl";
-  v5.rope_scaling = {{"rope_type", "dynamic"}, {"alpha", 1000.0}, {"mrope_section", {16, 16, 16, 16}}};
+  v5.rope_scaling = {
+      {"rope_type", "dynamic"}, {"alpha", 1000.0}, {"mrope_section", {16, 16, 16, 16}}};
   const rope::scaled_spec m5 = rope::from_config(v5, rope::layout::half_split);
   EXPECT_EQ(m5.xdrope.image, 16);
   EXPECT_EQ(rope::compute_frequencies(m5.spec, m5.scaling).frequencies.inv_freq, f.inv_freq);
-  // Three counts (width, height, image index): Qwen2-VL's consecutive sections.
-  cfg.rope_scaling["xdrope_section"] = {24, 20, 20};
-  m = rope::from_config(cfg, rope::layout::half_split);
-  EXPECT_EQ(m.mrope.temporal, 24);
-  EXPECT_EQ(m.mrope.height, 20);
-  EXPECT_EQ(m.mrope.width, 20);
-  EXPECT_FALSE(m.mrope.interleaved || m.mrope.hw_alternating);
-  EXPECT_EQ(m.xdrope.position + m.xdrope.image, 0);
 #if ROPE_HAS_EXCEPTIONS
   for (const auto& [key, value] : std::vector<std::pair<std::string, rope::config_value>>{
            {"xdrope_section", {16, 16, 16, 15}},      // 63 pairs of 64
            {"xdrope_section", {16, 16, 16, 8, 8}},    // five
+           {"xdrope_section", {24, 20, 20}},          // three: HF's 3-axis mode, refused
+           {"xdrope_section", {16, 16, -16, 48}},     // a negative count (sum 64)
            {"xdrope_section", {16, 16, 16.5, 15.5}},  // not integers
            {"xdrope_section", 64},
            {"mrope_section", {16, 16, 32, 0}}}) {  // disagrees with xdrope_section

@@ -33,7 +33,8 @@
 //
 // Hot path: noexcept, no allocation, no lock; everything is validated before the first write
 // (the errors of rope::apply, plus status::bad_dimension for sections that do not match the
-// table's rotary_dim / 2 pairs, and the position checks on all three streams).
+// table's rotary_dim / 2 pairs, and the position checks on every stream: three for M-RoPE,
+// four for XD-RoPE).
 #pragma once
 
 #include <cstddef>
@@ -51,10 +52,11 @@ ROPE_BEGIN_NAMESPACE
 
 namespace detail {
 
-/// The "positions" of a job of tokens whose three positions differ (image and video tokens):
-/// the three streams from the job's first token on, and which stream each row entry takes.
-/// rope::detail::token_rows forms token t's row from its three positions' rows, and every
-/// path's kernels (rope::apply's: SIMD, row held in registers) rotate the token's heads with it.
+/// The "positions" of a job of tokens whose positions differ (image and video tokens): the
+/// three (M-RoPE) or four (XD-RoPE) streams from the job's first token on, and which stream
+/// each row entry takes. rope::detail::token_rows forms token t's row from its positions' rows,
+/// and every path's kernels (rope::apply's: SIMD, row held in registers) rotate the token's
+/// heads with it.
 template <class Real, class Pos>
 struct gathered_tokens {
   const Pos* streams[4];   // M-RoPE's three or XD-RoPE's four
@@ -113,7 +115,7 @@ struct token_rows<gathered_tokens<Real, Pos>> {
   }
 };
 
-/// The job's tokens [t0, t1) as a job of their own (positions: the temporal stream's).
+/// The job's tokens [t0, t1) as a job of their own (positions: stream 0's).
 template <class TIn, class TOut, class Pos>
 job<TIn, TOut, Pos> sub_job(const job<TIn, TOut, Pos>& jb, std::size_t t0,
                             std::size_t t1) noexcept {
@@ -155,7 +157,8 @@ inline bool consecutive_counts(const xdrope_sections& s, std::size_t count[4]) n
   for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
   return true;
 }
-inline int mrope_stream(const xdrope_sections&, std::size_t) noexcept { return 0; }  // unused
+// Never called (XD-RoPE's sections are consecutive); gather_streams names it for both types.
+inline int mrope_stream(const xdrope_sections&, std::size_t) noexcept { return 0; }
 
 /// The gathered_tokens of streams (each from the job's first token) under sections sec, for a
 /// table of layout l and rotary dim d. entry_stream: room for d entries; scratch: for a row,
@@ -404,7 +407,8 @@ template <class T, std::size_t Dim = dynamic, class Pos>
 }
 
 /// XD-RoPE queries and keys in one call, each out of place or in place, both validated before
-/// either is written (as apply_qk_mrope).
+/// either is written (as apply_qk_mrope). From mutable input views out of place, name T
+/// (apply_qk_xdrope<float>(...)); apply_mrope's deducing overloads have no XD-RoPE twins.
 template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Pos>
 [[nodiscard]] status apply_qk_xdrope(const table<compute_type_t<T>>& tab,
                                      const xdrope_sections& sec, const heads_view<const T>& q_in,

@@ -691,7 +691,7 @@ struct model_config {
   /// short_factor, long_factor, short_mscale, long_mscale (longrope: Phi-3.5-MoE's A per
   /// list), alpha (dynamic: Hunyuan's fixed NTK base, read as ntk), attn_factor
   /// (telechat3-yarn: TeleChat3's YaRN, A = (1 + 0.07 ln factor) * attn_factor), mrope_section,
-  /// mrope_interleaved, xdrope_section (HunyuanOCR's XD-RoPE: four pair counts, or three;
+  /// mrope_interleaved, xdrope_section (HunyuanOCR's XD-RoPE: four pair counts;
   /// HF's v5 HunYuanVL config calls it mrope_section, read so under a hunyuan_vl model_type),
   /// freq_allocation (Baidu's ERNIE-4.5-VL configs have it at the top
   /// level: put it here; with an ERNIE-4.5-VL model_type only); v5 also puts rope_theta and
@@ -857,8 +857,8 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// pair, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
 /// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
 /// does not read or fails on and a factor that disagrees with max_position_embeddings / M0.
-/// proportional's factor defaults to 1. type xdrope (HunyuanOCR) reads as dynamic with its
-/// xdrope_section into scaled_spec::xdrope (three counts: scaled_spec::mrope, consecutive).
+/// proportional's factor defaults to 1. type xdrope (HunyuanOCR) reads as dynamic, and its
+/// four xdrope_section counts into scaled_spec::xdrope.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const auto& m = cfg.rope_scaling;
   // NaN/Inf anywhere in the map, named by key (also in keys this function does not read).
@@ -987,19 +987,27 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     return t + "]";
   };
   // XD-RoPE (HunyuanOCR, Hunyuan-VL: type xdrope): xdrope_section, which HF's HunYuanVL config
-  // renames mrope_section (both given, they must agree), four consecutive pair counts
-  // (position, width, height, image index; Tencent's code splits by xdrope_section * 2, chunk
-  // i taking stream i % 4), or three (width, height, image index: Qwen2-VL's consecutive
-  // sections, so M-RoPE's). One HF version doubles each count instead of repeating the list,
-  // which turns a pair's two coordinates by different positions (not a rotation) wherever a
-  // token's positions differ; Tencent's code, vLLM and mlx do not.
+  // renames mrope_section (both given, they must agree): four consecutive pair counts
+  // (position, width, height, image index), as Tencent's code (cos/sin split by
+  // xdrope_section * 2, the list repeated, chunk i taking stream i % 4), vLLM and mlx-vlm read
+  // them. transformers' HunYuanVL (both versions seen, v5's too) doubles each count instead,
+  // which turns a pair's two coordinates by different positions wherever a token's positions
+  // differ: not a rotation, and not what the model's authors run. Three counts (HF's 3-axis
+  // mode, doubled too; no checkpoint seen) are refused rather than guessed.
   const bool hunyuan_vl = starts("hunyuan_vl") && !ends("_vision");
   const config_value* xd = keys.find("xdrope_section");
   const config_value* ms = keys.find("mrope_section");
   if (xd && ms && !(xd->type() == config_value::kind::list &&
                     ms->type() == config_value::kind::list && xd->list() == ms->list()))
-    detail::scaling_error("xdrope_section", detail::scaling_keys::kind_name(*xd),
-                          "disagrees with mrope_section (HF raises)");
+    detail::scaling_error("xdrope_section",
+                          xd->type() == config_value::kind::list
+                              ? list_text(xd->list())
+                              : detail::scaling_keys::kind_name(*xd),
+                          "disagrees with mrope_section=" +
+                              (ms->type() == config_value::kind::list
+                                   ? list_text(ms->list())
+                                   : detail::scaling_keys::kind_name(*ms)) +
+                              " (HF raises)");
   const config_value* xs = xd ? xd : (hunyuan_vl || type_name == "xdrope" ? ms : nullptr);
   if (type_name == "xdrope" && !xs)
     detail::raise(error_kind::invalid_argument,
@@ -1008,27 +1016,22 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   if (xs) {
     const char* key = xd ? "xdrope_section" : "mrope_section";
     std::string text = detail::scaling_keys::kind_name(*xs);
-    bool ok = xs->type() == config_value::kind::list &&
-              (xs->list().size() == 3 || xs->list().size() == 4);
+    bool ok = xs->type() == config_value::kind::list && xs->list().size() == 4;
     if (xs->type() == config_value::kind::list) {
       text = list_text(xs->list());
       for (double e : xs->list()) ok = ok && e >= 0 && e <= max_rotary_dim && std::floor(e) == e;
     }
     if (!ok)
       detail::scaling_error(key, text,
-                            "must be four pair counts (position, width, height, image index) or "
-                            "three (width, height, image index): integers >= 0");
+                            "must be four pair counts (position, width, height, image index): "
+                            "integers >= 0");
     if (interleaved || ernie || !from_f.empty())
       detail::scaling_error(key, text, "is XD-RoPE's, which takes no mrope_interleaved, "
                                        "freq_allocation or ERNIE-4.5-VL model_type");
     const auto& e = xs->list();
     const auto at = [&](std::size_t i) { return static_cast<int>(e[i]); };
-    if (e.size() == 4)
-      out.xdrope = {at(0), at(1), at(2), at(3)};
-    else
-      out.mrope = {at(0), at(1), at(2), false};
-    if (!(e.size() == 4 ? detail::xdrope_sections_match(out.xdrope, rotary_dim)
-                        : detail::mrope_sections_match(out.mrope, rotary_dim)))
+    out.xdrope = {at(0), at(1), at(2), at(3)};
+    if (!detail::xdrope_sections_match(out.xdrope, rotary_dim))
       detail::scaling_error(key, text,
                             "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
                                 " pairs (their sum)");
