@@ -104,7 +104,8 @@ struct ggml_rope_params {
   /// rope_freqs.weight tensor (Llama 3.1's bands, written by llama.cpp's converter in float32),
   /// or rope_factors_long.weight / rope_factors_short.weight (Phi-3's LongRoPE lists; llama.cpp
   /// takes the long one when the context per sequence exceeds n_ctx_orig, where HF chooses by the
-  /// sequence length: rope::compute_frequencies).
+  /// sequence length: rope::compute_frequencies). Exactly n_dims / 2: a longer list, which ggml
+  /// accepts and reads only the start of, is refused here (pass its first n_dims / 2 entries).
   std::vector<double> freq_factors;
 };
 
