@@ -6,7 +6,9 @@
 //  - BM_MropeImage: apply_mrope on an image's tokens (frame, row, column differ): each token's
 //    row gathered from three table rows (three ranges copied), then rope::apply's kernels;
 //  - BM_MropeImageInterleaved: the same with Qwen3-VL's interleaved sections (24, 20, 20): the
-//    row gathered entry by entry.
+//    row gathered entry by entry;
+//  - BM_XdropeImage: apply_xdrope (HunyuanOCR's sections 16, 16, 16, 16) on the same image
+//    tokens with their image index as the fourth position: four table rows per token.
 // And a vision encoder's 2-D RoPE (README "Vision encoders": Qwen2-VL's ViT, heads of 80,
 // sections {0, 20, 20}) over a 32 x 32 grid of patches, [1024, 16, 80] float, half_split, in
 // place: BM_VisionApply, rope::apply at the rows' positions (the baseline), and BM_VisionRope,
@@ -30,11 +32,11 @@ const rope::mrope_sections kInterleavedSections{24, 20, 20, true};
 
 struct rows {
   std::vector<float> x;
-  std::vector<std::int64_t> pos;  // [3][tokens]: temporal, height, width
+  std::vector<std::int64_t> pos;  // [4][tokens]: temporal, height, width, image index
   std::shared_ptr<const rope::table<float>> tab;
   explicit rows(std::int64_t n, bool image)
       : x(static_cast<std::size_t>(n * kHeads * kDim), 0.5f),
-        pos(static_cast<std::size_t>(3 * n)),
+        pos(static_cast<std::size_t>(4 * n)),
         tab(rope::get_table<float>(rope::make_spec(kDim, kDim, 1e6, rope::layout::half_split),
                                    8192)) {
     for (std::int64_t t = 0; t < n; ++t) {
@@ -43,6 +45,7 @@ struct rows {
       pos[i] = 100 + t;
       pos[un + i] = image ? 100 + t / 16 : 100 + t;      // a 16-column grid: row
       pos[2 * un + i] = image ? 100 + t % 16 : 100 + t;  // column
+      pos[3 * un + i] = image ? 101 : 100 + t;           // image index (XD-RoPE)
     }
   }
   rope::heads_view<float> view(std::int64_t n) {
@@ -85,6 +88,15 @@ void BM_MropeImage(benchmark::State& state) {
 }
 void BM_MropeImageInterleaved(benchmark::State& state) {
   mrope(state, true, kInterleavedSections);
+}
+void BM_XdropeImage(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  rows r(n, true);
+  const std::int64_t* p = r.pos.data();
+  const rope::xdrope_sections sec{16, 16, 16, 16};
+  measure(state, n * kHeads * kDim, [&] {  // sequence position, column, row, image index
+    return rope::apply_xdrope<float, kDim>(*r.tab, sec, r.view(n), p, p + 2 * n, p + n, p + 3 * n);
+  });
 }
 
 constexpr int kVisionDim = 80;
@@ -131,6 +143,7 @@ BENCHMARK(BM_Apply)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeText)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeImage)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_MropeImageInterleaved)->ArgName("tokens")->Arg(512);
+BENCHMARK(BM_XdropeImage)->ArgName("tokens")->Arg(1)->Arg(512);
 BENCHMARK(BM_VisionApply);
 BENCHMARK(BM_VisionRope);
 

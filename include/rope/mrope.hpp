@@ -56,15 +56,15 @@ namespace detail {
 /// three (M-RoPE) or four (XD-RoPE) streams from the job's first token on, and which stream
 /// each row entry takes. rope::detail::token_rows forms token t's row from its positions' rows,
 /// and every path's kernels (rope::apply's: SIMD, row held in registers) rotate the token's
-/// heads with it.
-template <class Real, class Pos>
+/// heads with it. N, the stream count, is a template parameter so that fetch's loop over the
+/// streams unrolls (a run-time count made M-RoPE's image tokens 8-15% slower in mrope_bench).
+template <class Real, class Pos, std::size_t N>
 struct gathered_tokens {
-  const Pos* streams[4];   // M-RoPE's three or XD-RoPE's four
-  std::size_t n_streams;
+  const Pos* streams[N];  // M-RoPE's three or XD-RoPE's four
   // Consecutive sections (Qwen2-VL, Qwen2.5-VL, XD-RoPE): stream k's row entries are
   // [first[k], first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL) and
   // alternating (ERNIE-4.5-VL): entry i takes stream entry_stream[i].
-  std::size_t first[5];
+  std::size_t first[N + 1];
   const unsigned char* entry_stream;  // null for consecutive sections
   Real* scratch;                      // a row with its low parts, for a compact table's rows
 };
@@ -82,15 +82,15 @@ ROPE_ALWAYS_INLINE void copy_entries(const row_ptrs<Real>& src, Real* out, std::
   }
 }
 
-template <class Real, class Pos>
-struct token_rows<gathered_tokens<Real, Pos>> {
+template <class Real, class Pos, std::size_t N>
+struct token_rows<gathered_tokens<Real, Pos, N>> {
   /// Token t's row in out (C, S and, Precise, their low parts: m entries each), every entry
   /// from its stream's row: the values rope::apply would use at that stream's position, so
   /// each pair's result is rope::apply's at its stream's position, bit for bit.
   template <bool Precise>
-  static row_ptrs<Real> fetch(const table<Real>& tab, const gathered_tokens<Real, Pos>* g,
+  static row_ptrs<Real> fetch(const table<Real>& tab, const gathered_tokens<Real, Pos, N>* g,
                               std::size_t t, Real* out, std::size_t m) noexcept {
-    for (std::size_t k = 0; k < g->n_streams; ++k) {
+    for (std::size_t k = 0; k < N; ++k) {
       if (!g->entry_stream && g->first[k] == g->first[k + 1]) continue;
       const row_ptrs<Real> src =
           fetch_row<Precise>(tab, static_cast<std::int64_t>(g->streams[k][t]), g->scratch, m);
@@ -134,8 +134,8 @@ struct stream_ptrs {
 };
 
 /// Streams per token: M-RoPE's three, XD-RoPE's four.
-constexpr std::size_t stream_count(const mrope_sections&) noexcept { return 3; }
-constexpr std::size_t stream_count(const xdrope_sections&) noexcept { return 4; }
+template <class Sections>
+inline constexpr std::size_t stream_count = std::is_same<Sections, xdrope_sections>::value ? 4 : 3;
 
 inline bool sections_match(const mrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
   return mrope_sections_match(s, rotary_dim);
@@ -163,18 +163,18 @@ inline int mrope_stream(const xdrope_sections&, std::size_t) noexcept { return 0
 /// The gathered_tokens of streams (each from the job's first token) under sections sec, for a
 /// table of layout l and rotary dim d. entry_stream: room for d entries; scratch: for a row,
 /// 2 * d values (4 * d where the kernels read low parts: precise_store).
-template <class Real, class Pos, class Sections>
-gathered_tokens<Real, Pos> gather_streams(const Sections& sec, layout l, std::size_t d,
-                                          const Pos* const streams[4], unsigned char* entry_stream,
-                                          Real* scratch) noexcept {
+template <class Real, class Pos, class Sections, std::size_t N = stream_count<Sections>>
+gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std::size_t d,
+                                             const Pos* const streams[4],
+                                             unsigned char* entry_stream, Real* scratch) noexcept {
   const bool per_element = l == layout::interleaved;
   const std::size_t m = per_element ? d : d / 2;  // entries per part of a row
-  const std::size_t n = stream_count(sec);
-  gathered_tokens<Real, Pos> g{{streams[0], streams[1], streams[2], n > 3 ? streams[3] : nullptr},
-                               n,
-                               {0, m, m, m, m},
-                               nullptr,
-                               scratch};
+  gathered_tokens<Real, Pos, N> g{};
+  for (std::size_t k = 0; k < N; ++k) g.streams[k] = streams[k];
+  for (std::size_t k = 1; k <= N; ++k) g.first[k] = m;
+  g.entry_stream = nullptr;
+  g.scratch = scratch;
+  const std::size_t n = N;
   std::size_t count[4];
   if (!consecutive_counts(sec, count)) {
     for (std::size_t i = 0; i < m; ++i)
@@ -199,14 +199,15 @@ ROPE_NOINLINE void run_gathered(const table<Real>& tab, const job<TIn, TOut, Pos
   constexpr std::size_t cap = Dim ? Dim : static_cast<std::size_t>(max_rotary_dim);
   alignas(64) Real scratch[(precise_store<Real, TOut>() ? 4 : 2) * cap];
   unsigned char entry_stream[cap];
+  constexpr std::size_t N = stream_count<Sections>;
   const Pos* from_t0[4] = {nullptr, nullptr, nullptr, nullptr};
-  for (std::size_t k = 0; k < stream_count(sec); ++k) from_t0[k] = streams[k] + t0;
-  const gathered_tokens<Real, Pos> g =
+  for (std::size_t k = 0; k < N; ++k) from_t0[k] = streams[k] + t0;
+  const gathered_tokens<Real, Pos, N> g =
       gather_streams(sec, tab.layout(), static_cast<std::size_t>(tab.rotary_dim()), from_t0,
                      entry_stream, scratch);
   const job<TIn, TOut, Pos> sub = sub_job(jb, t0, t1);
   run<Dim>(tab,
-           job<TIn, TOut, gathered_tokens<Real, Pos>>{
+           job<TIn, TOut, gathered_tokens<Real, Pos, N>>{
                sub.in, sub.out, sub.n_tokens, sub.n_heads, sub.in_token_stride, sub.in_head_stride,
                sub.out_token_stride, sub.out_head_stride, sub.head_dim, &g, sub.copy_tail},
            dir, rnd);
@@ -218,7 +219,7 @@ template <std::size_t Dim, class Real, class TIn, class TOut, class Pos, class S
 void run_mrope(const table<Real>& tab, const Sections& sec, const job<TIn, TOut, Pos>& jb,
                const Pos* const streams[4], direction dir, rounding rnd) noexcept {
   const std::size_t n = jb.n_tokens;
-  const std::size_t n_streams = stream_count(sec);
+  constexpr std::size_t n_streams = stream_count<Sections>;
   const auto agree = [&](std::size_t i) {
     for (std::size_t k = 1; k < n_streams; ++k)
       if (streams[k][i] != streams[0][i]) return false;
@@ -251,7 +252,7 @@ status check_streams(const Pos* const streams[4], std::size_t n_streams, std::pt
   return status::ok;
 }
 
-// streams: the positions, one pointer per stream (stream_count(sec) of them).
+// streams: the positions, one pointer per stream (stream_count<Sections> of them).
 template <std::size_t Dim, class Real, class TIn, class TOut, class Pos, class Sections>
 status apply_mrope_views(const table<Real>& tab, const Sections& sec, const heads_view<TIn>& in,
                          const heads_view<TOut>& out, const Pos* const streams[4], direction dir,
@@ -261,7 +262,8 @@ status apply_mrope_views(const table<Real>& tab, const Sections& sec, const head
   if (!sections_match(sec, tab.rotary_dim())) return status::bad_dimension;
   if (status st = check_pair(in, out, tab.rotary_dim()); st != status::ok) return st;
   if (empty(in)) return status::ok;
-  if (status st = check_streams(streams, stream_count(sec), in.n_tokens, tab.length(), out, out);
+  if (status st = check_streams(streams, stream_count<Sections>, in.n_tokens, tab.length(), out,
+                                out);
       st != status::ok)
     return st;
   run_mrope<Dim>(tab, sec, make_job(in, out, streams[0]), streams, dir, rnd);
@@ -285,7 +287,7 @@ status apply_qk_mrope_views(const table<Real>& tab, const Sections& sec,
     return status::overlapping_buffers;
   const std::ptrdiff_t n = empty(q_in) ? (empty(k_in) ? 0 : k_in.n_tokens) : q_in.n_tokens;
   if (n == 0) return status::ok;
-  if (status st = check_streams(streams, stream_count(sec), n, tab.length(), q_out, k_out);
+  if (status st = check_streams(streams, stream_count<Sections>, n, tab.length(), q_out, k_out);
       st != status::ok)
     return st;
   if (!empty(q_in)) run_mrope<Dim>(tab, sec, make_job(q_in, q_out, streams[0]), streams, dir, rnd);
