@@ -172,9 +172,7 @@ gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std:
   gathered_tokens<Real, Pos, N> g{};
   for (std::size_t k = 0; k < N; ++k) g.streams[k] = streams[k];
   for (std::size_t k = 1; k <= N; ++k) g.first[k] = m;
-  g.entry_stream = nullptr;
   g.scratch = scratch;
-  const std::size_t n = N;
   std::size_t count[4];
   if (!consecutive_counts(sec, count)) {
     for (std::size_t i = 0; i < m; ++i)
@@ -182,7 +180,7 @@ gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std:
     g.entry_stream = entry_stream;
   } else {
     const std::size_t per_pair = per_element ? 2 : 1;
-    for (std::size_t k = 1; k < n; ++k) g.first[k] = g.first[k - 1] + per_pair * count[k - 1];
+    for (std::size_t k = 1; k < N; ++k) g.first[k] = g.first[k - 1] + per_pair * count[k - 1];
   }
   return g;
 }
