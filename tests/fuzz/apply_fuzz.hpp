@@ -498,6 +498,37 @@ inline bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& 
   return true;
 }
 
+// XD-RoPE sections (rope::xdrope_sections: HunyuanOCR, Hunyuan-VL) for P pairs: four
+// consecutive runs (0 sequence position, 1 column, 2 row, 3 image index), stream_of[j] pair
+// j's stream. Two inputs in eight give counts that do not sum to P: one pair too many, or the
+// column count lowered by one (negative from 0). Returns whether they assign the P pairs.
+inline bool decode_xd_sections(reader& in, std::ptrdiff_t P, rope::xdrope_sections& sec,
+                               std::vector<int>& stream_of) {
+  const std::uint8_t b = in.u8();
+  std::ptrdiff_t left = P;
+  std::ptrdiff_t c[4];
+  for (int k = 0; k < 3; ++k) {
+    c[k] = in.u8() % (left + 1);
+    left -= c[k];
+  }
+  c[3] = left;
+  if (b % 8 == 5) ++c[0];
+  if (b % 8 == 6) {
+    --c[1];
+    ++c[0];
+  }
+  sec.position = static_cast<int>(c[0]);
+  sec.width = static_cast<int>(c[1]);
+  sec.height = static_cast<int>(c[2]);
+  sec.image = static_cast<int>(c[3]);
+  if (c[0] < 0 || c[1] < 0 || c[0] + c[1] + c[2] + c[3] != P) return false;
+  stream_of.assign(static_cast<std::size_t>(P), 0);
+  std::size_t j = 0;
+  for (int k = 0; k < 4; ++k)
+    for (std::ptrdiff_t i = 0; i < c[k]; ++i) stream_of[j++] = k;
+  return true;
+}
+
 // Whether `bytes` bytes at p lie outside the extent (lowest to highest element) of g's rows at
 // data; a view without rows has none.
 template <class T>
@@ -544,14 +575,26 @@ inline std::int64_t decode_slot(reader& in, const std::vector<std::int64_t>& pre
 }
 
 // Outcomes of the entry points added after the first seeds (apply_to_slots, apply_qk_to_slots,
-// apply_mrope, apply_qk_mrope, shift_positions and rerotate), indexed as rope_fuzz_outcomes
+// apply_mrope, apply_qk_mrope, shift_positions, rerotate, apply_xdrope and apply_qk_xdrope),
+// indexed as rope_fuzz_outcomes
 // (which counts them too), printed at exit: after the replay driver's summary, at libFuzzer's end.
-enum entry_index { e_slots, e_qk_slots, e_mrope, e_qk_mrope, e_shift, e_rerotate, n_entries };
+enum entry_index {
+  e_slots,
+  e_qk_slots,
+  e_mrope,
+  e_qk_mrope,
+  e_shift,
+  e_rerotate,
+  e_xdrope,
+  e_qk_xdrope,
+  n_entries
+};
 inline long entry_outcomes[n_entries][9] = {};
 struct entry_summary {
   ~entry_summary() {
-    const char* entries[n_entries] = {"apply_to_slots", "apply_qk_to_slots", "apply_mrope",
-                                      "apply_qk_mrope", "shift_positions",   "rerotate"};
+    const char* entries[n_entries] = {"apply_to_slots",  "apply_qk_to_slots", "apply_mrope",
+                                      "apply_qk_mrope",  "shift_positions",   "rerotate",
+                                      "apply_xdrope",    "apply_qk_xdrope"};
     const char* names[9] = {"", "ok, nothing to do", "null_pointer", "bad_dimension",
                             "bad_stride", "overlapping_buffers", "position_out_of_range",
                             "bad_option", "ok, rows rotated"};
@@ -933,7 +976,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
 
   // Entry point: 0-2 out of place, 3-4 in place, 5-6 apply_qk, 7 one vector, 8-9
   // apply_to_slots, 10 apply_qk_to_slots, 11 M-RoPE (apply_mrope and apply_qk_mrope, as entries
-  // 0, 3, 5 or 6 by the byte after the direction's), 12 shift_positions and rerotate (run_shift),
+  // 0, 3, 5 or 6 by bits 0-1 of the byte after the direction's; XD-RoPE's apply_xdrope and
+  // apply_qk_xdrope where its bit 2 is set), 12 shift_positions and rerotate (run_shift),
   // 13-15 as 5-7 (codes 8-12 were out of place or in place before the entry points they now
   // select; the seeds written before them use codes 0-10 and decode as they did).
   const std::uint8_t entry_code = in.u8() % 16;
@@ -942,10 +986,14 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const bool mrope = entry_code == 11;
   auto entry = static_cast<std::uint8_t>(slots_entry ? 0 : entry_code % 8);
   const std::uint8_t dir_byte = in.u8();
+  bool xd = false;  // XD-RoPE: four streams (mrope stays true)
   if (mrope) {
     constexpr std::uint8_t as_entry[4] = {0, 3, 5, 6};
-    entry = as_entry[in.u8() % 4];
+    const std::uint8_t as_byte = in.u8();
+    entry = as_entry[as_byte % 4];
+    xd = (as_byte & 4) != 0;
   }
+  const int n_streams = xd ? 4 : mrope ? 3 : 1;
   // apply_qk in place now and then (entry 6), where q and k may share one fused buffer below.
   const bool qk_in_place = entry == 6 && (dir_byte & 0x20) != 0;
   const bool inverse = dir_byte % 4 == 0;
@@ -994,10 +1042,11 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const std::ptrdiff_t offset = in.u8() % 8;
 
   // Positions: one per token (at least one, for the single-vector form). ps64[k] / ps32[k]:
-  // stream k's positions (M-RoPE's temporal, height, width); stream 0 is every entry point's.
+  // stream k's positions (M-RoPE's temporal, height, width; XD-RoPE's sequence position,
+  // column, row, image index); stream 0 is every entry point's.
   const std::size_t n_pos = static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 1));
-  std::vector<std::int64_t> ps64[3];
-  std::vector<std::int32_t> ps32[3];
+  std::vector<std::int64_t> ps64[4];
+  std::vector<std::int32_t> ps32[4];
   std::vector<std::int64_t>& pos64 = ps64[0];
   std::vector<std::int32_t>& pos32v = ps32[0];
   for (std::size_t t = 0; t < n_pos; ++t)
@@ -1005,14 +1054,16 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const bool null_positions = in.u8() == 254;
   // M-RoPE: sections of the d / 2 pairs (now and then invalid), stream_of[j] pair j's stream,
   // and each token's height and width positions, each its temporal one three times in four
-  // (all three equal: a text token).
+  // (all three equal: a text token). XD-RoPE: its four sections and three more streams so.
   rope::mrope_sections sec;
+  rope::xdrope_sections xsec;
   std::vector<int> stream_of;
   bool sections_ok = true, null_stream = false;
   std::uint8_t stream_place = 1;
   if (mrope) {
-    sections_ok = decode_sections(in, d / 2, sec, stream_of);
-    for (int sx = 1; sx < 3; ++sx)
+    sections_ok = xd ? decode_xd_sections(in, d / 2, xsec, stream_of)
+                     : decode_sections(in, d / 2, sec, stream_of);
+    for (int sx = 1; sx < n_streams; ++sx)
       for (std::size_t t = 0; t < n_pos; ++t)
         push_position(in.u8() % 4 ? pos64[t] : decode_position(in, length), pos32, ps64[sx],
                       ps32[sx]);
@@ -1020,7 +1071,7 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     stream_place = in.u8();
   }
   bool positions_ok = true;
-  for (int sx = 0; sx < (mrope ? 3 : 1); ++sx)
+  for (int sx = 0; sx < n_streams; ++sx)
     for (std::size_t t = 0; t < static_cast<std::size_t>(std::max<std::ptrdiff_t>(n_tokens, 0));
          ++t)
       positions_ok = positions_ok && ps64[sx][t] >= 0 && ps64[sx][t] < length;
@@ -1033,20 +1084,21 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   const bool null_data = in.u8() == 253;
   const bool qk = entry == 5 || entry == 6;
   const bool in_place = entry == 3 || entry == 4 || qk_in_place;
-  // The position streams (M-RoPE: three; else the first only), then now and then (M-RoPE) a null
-  // height or width stream, or one of them copied 0-56 bytes into the output's buffer (q's in
-  // place, here; q_out's out of place, below): refused where it lies in the extent of an
-  // output's rows (status::overlapping_buffers), else read from there.
-  const void* streams[3];
-  for (int sx = 0; sx < 3; ++sx)
+  // The position streams (M-RoPE: three, XD-RoPE: four; else the first only), then now and
+  // then (M-RoPE, XD-RoPE) a null second or third stream, or one of them copied 0-56 bytes into
+  // the output's buffer (q's in place, here; q_out's out of place, below): refused where it
+  // lies in the extent of an output's rows (status::overlapping_buffers), else read from there.
+  const void* streams[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int sx = 0; sx < n_streams; ++sx)
     streams[sx] = pos32 ? static_cast<const void*>(ps32[sx].data()) : ps64[sx].data();
   if (null_positions) streams[0] = nullptr;
-  if (null_stream) streams[1 + (stream_place >> 7)] = nullptr;
+  // M-RoPE: the second or third stream by bit 7; XD-RoPE: the second, third or fourth.
+  if (null_stream) streams[xd ? 1 + (stream_place >> 6) % 3 : 1 + (stream_place >> 7)] = nullptr;
   const std::size_t stream_bytes = n_pos * (pos32 ? 4u : 8u);
   int placed = 0;  // the stream copied into an output's buffer (0: none)
   auto place_stream = [&](buffer<T>& b) {
     const std::size_t at = 8 * std::size_t{(stream_place >> 4) % 8u};
-    const int sx = 1 + (stream_place >> 3) % 2;
+    const int sx = 1 + (stream_place >> 3) % 2 + (xd ? stream_place >> 7 : 0);
     if (!mrope || stream_place % 8 != 0 || !streams[sx] || at + stream_bytes > b.size * sizeof(T))
       return;
     unsigned char* dst = reinterpret_cast<unsigned char*>(b.mem.get()) + at;
@@ -1377,6 +1429,12 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
         const auto* pt = static_cast<const P*>(streams[0]);
         const auto* ph = static_cast<const P*>(streams[1]);
         const auto* pw = static_cast<const P*>(streams[2]);
+        if (xd) {  // streams: sequence position, column, row, image index
+          const auto* pi = static_cast<const P*>(streams[3]);
+          return qk ? rope::apply_qk_xdrope<T>(*tab, xsec, vqi, vqo, vki, vko, pt, ph, pw, pi,
+                                               dir, rnd)
+                    : rope::apply_xdrope<T>(*tab, xsec, vqi, vqo, pt, ph, pw, pi, dir, rnd);
+        }
         return qk ? rope::apply_qk_mrope<T>(*tab, sec, vqi, vqo, vki, vko, pt, ph, pw, dir, rnd)
                   : rope::apply_mrope<T>(*tab, sec, vqi, vqo, pt, ph, pw, dir, rnd);
       };
@@ -1393,7 +1451,9 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
   };
 
   auto tally = [&](int index) {
-    if (mrope)
+    if (xd)
+      count_outcome(qk ? e_qk_xdrope : e_xdrope, index);
+    else if (mrope)
       count_outcome(qk ? e_qk_mrope : e_mrope, index);
     else
       ++rope_fuzz_outcomes[index];
@@ -1472,8 +1532,8 @@ void run_typed(reader& in, int type_index, const rope::spec& s, const rope::freq
     if (!mrope) return apply_alone(at, g, 0);
     std::ptrdiff_t glo, ghi;
     span_of(g, glo, ghi);
-    std::vector<T> rows[3];
-    for (int sx = 0; sx < 3; ++sx) {
+    std::vector<T> rows[4];
+    for (int sx = 0; sx < n_streams; ++sx) {
       rows[sx].assign(at + glo, at + ghi);
       const rope::status ss = apply_alone(rows[sx].data() - glo, g, sx);
       if (ss != rope::status::ok) return ss;

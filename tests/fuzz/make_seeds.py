@@ -126,6 +126,17 @@ def mrope_tail(interleaved, height, width, streams, place=1, bad=0):
     return b + bytes([0, place])
 
 
+# XD-RoPE (entry MROPE, bit 2 of the as-entry byte): the sections byte (5: one pair too many,
+# 6: the column count lowered by one), the sequence-position, column and row counts (the image
+# count takes the rest), then each token's column, row and image-index positions as
+# mrope_tail's, a null-stream byte and where a stream goes.
+XD = 4
+
+
+def xd_tail(position, width, height, streams, place=1, bad=0):
+    return bytes([bad, position, width, height]) + b"".join(streams) + bytes([0, place])
+
+
 # shift_positions / rerotate (entry SHIFT): the option byte (bit 0: int64 positions; bits 1-2:
 # 0 in place, 1 out of place, 2 moved within one buffer; bit 3: rerotate), then the rerotate
 # byte (1: to = the unscaled frequencies) or the delta byte (b % 8 in 1-3: (b >> 3) % 17 - 8;
@@ -274,6 +285,22 @@ seeds = {
     "float_mrope_bad_sections": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(entry=MROPE, tokens=2, positions=[in_range(1), in_range(2)],
           mrope=(AS_QK, mrope_tail(False, 24, 24, [SAME] * 4, bad=5)), payload=ramp(3000)),
+    # HunyuanOCR: sections (16, 16, 16, 16) of 64 pairs, half_split; a text token between two
+    # image tokens.
+    "float_xdrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=3, qh=2, positions=[in_range(p) for p in (5, 6, 7)],
+          mrope=(AS_OUT_OF_PLACE | XD, xd_tail(16, 16, 16, [image(1), SAME, image(2), image(3), SAME, image(0),
+                                                             image(1), SAME, image(1)])),
+          payload=ramp(3000)),
+    # fp16 queries and keys in place, interleaved, uneven sections (8, 12, 4, 8) of 32 pairs.
+    "fp16_xdrope_interleaved_qk_in_place": spec(2, INTER, 64, ROT_FULL, BASE_1E6)
+    + run(entry=MROPE, dir_byte=0x21, tokens=2, qh=2, kh=1, positions=[in_range(p) for p in (30, 31)],
+          mrope=(AS_QK_IN_PLACE | XD, xd_tail(8, 12, 4, [image(2), SAME, image(9), image(7), SAME, image(1)])),
+          payload=ramp(2 * 2 * 64 * 2) + bytes([1]) + ramp(2 * 64 * 2) + bytes([0, 1])),
+    # A column count of -1 (sections 33, -1, 16, 16 sum to 64): bad_dimension, nothing written.
+    "float_xdrope_negative_count": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=2, positions=[in_range(1), in_range(2)],
+          mrope=(AS_QK | XD, xd_tail(32, 0, 16, [SAME] * 6, bad=6)), payload=ramp(3000)),
     "float_shift_half_hd128_in_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + shift(opt=0, second=delta(-5), tokens=4, heads=2, positions=[in_range(p) for p in (100, 101, 102, 103)],
             keys=4 * 2 * 128),
