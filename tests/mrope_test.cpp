@@ -1106,6 +1106,24 @@ void check_xdrope_pairs(rope::layout l, rope::direction dir) {
     EXPECT_EQ(0, std::memcmp(q.data(), got.data(), q.size() * sizeof(float)));
     for (std::size_t t = 0; t < n; ++t)
       EXPECT_EQ(0, std::memcmp(&k[t * d], &got[t * H * d], d * sizeof(float))) << t;
+    // Out of place from mutable input views, the storage type deduced (no <float>).
+    std::vector<float> xm = x, k_in(k.size()), y2(x.size()), q2(x.size()), k2(k.size());
+    for (std::size_t t = 0; t < n; ++t)  // k_in: each token's first head, unrotated
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(t * H * d), d,
+                  k_in.begin() + static_cast<std::ptrdiff_t>(t * d));
+    const auto xmv = rope::packed_heads(xm.data(), N, H, D);
+    ASSERT_EQ(rope::apply_xdrope(*tab, sec, xmv, rope::packed_heads(y2.data(), N, H, D), s[0],
+                                 s[1], s[2], s[3], dir),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(y2.data(), got.data(), y2.size() * sizeof(float)));
+    ASSERT_EQ(rope::apply_qk_xdrope(*tab, sec, xmv, rope::packed_heads(q2.data(), N, H, D),
+                                    rope::packed_heads(k_in.data(), N, 1, D),
+                                    rope::packed_heads(k2.data(), N, 1, D), s[0], s[1], s[2],
+                                    s[3], dir),
+              rope::status::ok);
+    EXPECT_EQ(0, std::memcmp(q2.data(), got.data(), q2.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(k2.data(), k.data(), k2.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(xm.data(), x.data(), x.size() * sizeof(float)));  // inputs kept
   }
 }
 

@@ -144,21 +144,16 @@ inline bool sections_match(const xdrope_sections& s, std::ptrdiff_t rotary_dim) 
   return xdrope_sections_match(s, rotary_dim);
 }
 
-/// Pair counts of consecutive sections, in stream order; false where pairs pick their stream
-/// one by one (mrope_stream: interleaved, hw_alternating).
-inline bool consecutive_counts(const mrope_sections& s, std::size_t count[4]) noexcept {
-  if (s.interleaved || s.hw_alternating) return false;
+/// Pair counts of consecutive sections, in stream order (XD-RoPE's always are; M-RoPE's
+/// interleaved and hw_alternating pairs pick their stream one by one: mrope_stream).
+inline void consecutive_counts(const mrope_sections& s, std::size_t count[4]) noexcept {
   const int c[4] = {s.temporal, s.height, s.width, 0};
   for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
-  return true;
 }
-inline bool consecutive_counts(const xdrope_sections& s, std::size_t count[4]) noexcept {
+inline void consecutive_counts(const xdrope_sections& s, std::size_t count[4]) noexcept {
   const int c[4] = {s.position, s.width, s.height, s.image};
   for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
-  return true;
 }
-// Never called (XD-RoPE's sections are consecutive); gather_streams names it for both types.
-inline int mrope_stream(const xdrope_sections&, std::size_t) noexcept { return 0; }
 
 /// The gathered_tokens of streams (each from the job's first token) under sections sec, for a
 /// table of layout l and rotary dim d. entry_stream: room for d entries; scratch: for a row,
@@ -173,15 +168,20 @@ gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std:
   for (std::size_t k = 0; k < N; ++k) g.streams[k] = streams[k];
   for (std::size_t k = 1; k <= N; ++k) g.first[k] = m;
   g.scratch = scratch;
-  std::size_t count[4];
-  if (!consecutive_counts(sec, count)) {
-    for (std::size_t i = 0; i < m; ++i)
-      entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
-    g.entry_stream = entry_stream;
+  if constexpr (std::is_same<Sections, mrope_sections>::value) {
+    if (sec.interleaved || sec.hw_alternating) {
+      for (std::size_t i = 0; i < m; ++i)
+        entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
+      g.entry_stream = entry_stream;
+      return g;
+    }
   } else {
-    const std::size_t per_pair = per_element ? 2 : 1;
-    for (std::size_t k = 1; k < N; ++k) g.first[k] = g.first[k - 1] + per_pair * count[k - 1];
+    (void)entry_stream;  // XD-RoPE's sections are consecutive
   }
+  std::size_t count[4];
+  consecutive_counts(sec, count);
+  const std::size_t per_pair = per_element ? 2 : 1;
+  for (std::size_t k = 1; k < N; ++k) g.first[k] = g.first[k - 1] + per_pair * count[k - 1];
   return g;
 }
 
@@ -395,6 +395,18 @@ template <class T, std::size_t Dim = dynamic, class TOut, class Pos>
       tab, sec, in, out, detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
 }
 
+/// XD-RoPE out of place from a mutable input view, its storage type deduced (as rope::apply).
+template <class TIn, class TOut, class Pos, std::enable_if_t<!std::is_const<TIn>::value, int> = 0>
+[[nodiscard]] status apply_xdrope(const table<compute_type_t<TIn>>& tab, const xdrope_sections& sec,
+                                  const heads_view<TIn>& in, const heads_view<TOut>& out,
+                                  const Pos* pos_p, const Pos* pos_w, const Pos* pos_h,
+                                  const Pos* pos_i, direction dir = direction::forward,
+                                  rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_mrope_views<dynamic>(
+      tab, sec, heads_view<const TIn>(in), out,
+      detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
+}
+
 /// XD-RoPE in place.
 template <class T, std::size_t Dim = dynamic, class Pos>
 [[nodiscard]] status apply_xdrope(const table<compute_type_t<T>>& tab, const xdrope_sections& sec,
@@ -407,8 +419,7 @@ template <class T, std::size_t Dim = dynamic, class Pos>
 }
 
 /// XD-RoPE queries and keys in one call, each out of place or in place, both validated before
-/// either is written (as apply_qk_mrope). From mutable input views out of place, name T
-/// (apply_qk_xdrope<float>(...)); apply_mrope's deducing overloads have no XD-RoPE twins.
+/// either is written (as apply_qk_mrope).
 template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Pos>
 [[nodiscard]] status apply_qk_xdrope(const table<compute_type_t<T>>& tab,
                                      const xdrope_sections& sec, const heads_view<const T>& q_in,
@@ -420,6 +431,22 @@ template <class T, std::size_t Dim = dynamic, class TQOut, class TKOut, class Po
                                      rounding rnd = rounding::accurate) noexcept {
   return detail::apply_qk_mrope_views<Dim>(
       tab, sec, q_in, q_out, k_in, k_out,
+      detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
+}
+
+/// XD-RoPE queries and keys, the storage type deduced from input views of which one or both
+/// are mutable (as apply_qk_mrope).
+template <class QIn, class TQOut, class KIn, class TKOut, class Pos,
+          class T = detail::deduced_input_t<QIn, KIn>>
+[[nodiscard]] status apply_qk_xdrope(const table<compute_type_t<T>>& tab,
+                                     const xdrope_sections& sec, const heads_view<QIn>& q_in,
+                                     const heads_view<TQOut>& q_out, const heads_view<KIn>& k_in,
+                                     const heads_view<TKOut>& k_out, const Pos* pos_p,
+                                     const Pos* pos_w, const Pos* pos_h, const Pos* pos_i,
+                                     direction dir = direction::forward,
+                                     rounding rnd = rounding::accurate) noexcept {
+  return detail::apply_qk_mrope_views<dynamic>(
+      tab, sec, heads_view<const T>(q_in), q_out, heads_view<const T>(k_in), k_out,
       detail::stream_ptrs<Pos>{{pos_p, pos_w, pos_h, pos_i}}.p, dir, rnd);
 }
 
