@@ -995,6 +995,58 @@ TEST(FromConfig, MlaRotatesQkRopeHeadDim) {
   }
 }
 
+// MLA configs that carry a partial_rotary_factor giving qk_rope_head_dim as a share of head_dim
+// (Bailing's Ring-2.5 / Ling V3: head_dim 128, factor 0.5, qk_rope_head_dim 64, theta 6e5;
+// Mistral 4: qk_rope_head_dim / head_dim = 64 / 192) rotate all 64 dims at theta^(-2j/64), as
+// vLLM and Bailing's own code do; 0.5 applied to 64 would rotate 32 at other frequencies. A
+// factor that does not name qk_rope_head_dim is refused, naming it.
+TEST(FromConfig, MlaFactorNamingQkRopeHeadDimRotatesAllOfIt) {
+  rope::model_config cfg;
+  cfg.rope_theta = 6e5;
+  cfg.head_dim = 128;
+  cfg.hidden_size = 4096;
+  cfg.num_attention_heads = 32;
+  cfg.partial_rotary_factor = 0.5;
+  cfg.qk_rope_head_dim = 64;
+  for (const bool in_map : {false, true}) {
+    if (in_map) {  // v5: the factor inside rope_parameters overrides the top-level one
+      cfg.partial_rotary_factor = 1;
+      cfg.rope_scaling = {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}};
+    }
+    const rope::scaled_spec m = rope::from_config(cfg, rope::layout::interleaved);
+    EXPECT_EQ(m.spec.head_dim, 64);
+    EXPECT_EQ(m.spec.rotary_dim, 64);
+    const auto r = rope::compute_frequencies(m.spec, m.scaling);
+    const auto theta = oracle::inv_freq(6e5, 64);
+    ASSERT_EQ(r.frequencies.inv_freq.size(), theta.size());
+    for (std::size_t j = 0; j < theta.size(); ++j)
+      EXPECT_LE(ulps_off(r.frequencies.inv_freq[j], theta[j]), kMaxUlps) << "j=" << j;
+  }
+  cfg.rope_scaling.clear();
+  cfg.head_dim = 192;  // Mistral 4's shape: 64 / 192 is not exact in double
+  cfg.partial_rotary_factor = 64.0 / 192.0;
+  EXPECT_EQ(rope::from_config(cfg, rope::layout::interleaved).spec.rotary_dim, 64);
+  const auto refused = [&](const char* what) {
+    try {
+      (void)rope::from_config(cfg, rope::layout::interleaved);
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("partial_rotary_factor"), std::string::npos)
+          << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("qk_rope_head_dim=64"), std::string::npos)
+          << what << ": " << e.what();
+    }
+  };
+  cfg.head_dim = 64;  // head_dim pointed at qk_rope_head_dim (HF's DeepSeek configs): 0.5 of it
+  cfg.partial_rotary_factor = 0.5;
+  refused("head_dim 64, factor 0.5");
+  cfg.head_dim = 0;  // no head_dim to check the share against
+  refused("no head_dim");
+  cfg.head_dim = 128;
+  cfg.partial_rotary_factor = 0.25;
+  refused("head_dim 128, factor 0.25");
+}
+
 TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
   // Lists written inline, integers and bools as a JSON parser would hand them over.
   rope::model_config cfg;

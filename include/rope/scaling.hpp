@@ -708,7 +708,10 @@ struct model_config {
   /// num_attention_heads (HF's DeepSeek configs set head_dim to it; DeepSeek-V3 has no
   /// head_dim, and 7168 / 128 = 56 would be wrong). View each head's rotated part as heads of
   /// this width (DeepSeek: q_pe, the last 64 dims of each query head, and the one shared k_pe;
-  /// interleaved pairs, HF's rope_interleave). Last, so positional initialisers stay valid.
+  /// interleaved pairs, HF's rope_interleave). With it, a partial_rotary_factor other than 1
+  /// must give it as a share of head_dim (head_dim * rho == qk_rope_head_dim: Bailing's Ring /
+  /// Ling 2.5 and V3, Mistral 4), and all of it rotates; any other factor is refused.
+  /// Last, so positional initialisers stay valid.
   int qk_rope_head_dim = 0;
   /// HF's top-level model_type, read only where HF gives rope keys a meaning by model: a
   /// model_type starting with "ernie4_5_vl" or "ernie4_5_moe_vl" (ERNIE-4.5-VL's text model;
@@ -912,13 +915,36 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // proportional (Gemma 4) rotates pairs across the whole head and reads rho as the share of
   // them that rotate: rotary_dim = head_dim, rotated_pairs = int(rho * head_dim // 2) (HF).
   const bool proportional = sc.type == scaling_type::proportional;
-  const double rd = proportional ? static_cast<double>(head_dim)
-                                 : std::floor(static_cast<double>(head_dim) * rho);  // HF: int()
+  // Multi-head latent attention with a partial_rotary_factor: in every checkpoint seen the
+  // factor gives qk_rope_head_dim as a share of head_dim (Bailing's Ring / Ling 2.5 and V3:
+  // head_dim 128, 0.5, qk_rope_head_dim 64; Mistral 4's config sets qk_rope_head_dim /
+  // head_dim), and all qk_rope_head_dim dims rotate with w_j = theta^(-2j / qk_rope_head_dim)
+  // (Bailing's own code runs HF's default init over head_dim * 0.5; vLLM drops the factor for
+  // each). Applied to qk_rope_head_dim it would halve the rotated width and move every
+  // frequency, so it is read only where it names qk_rope_head_dim, refused elsewhere.
+  bool mla_share = false;
+  if (cfg.qk_rope_head_dim > 0 && rho != 1.0 && !proportional) {
+    const double share = static_cast<double>(cfg.head_dim) * rho;
+    if (cfg.head_dim > 0 && std::fabs(share - cfg.qk_rope_head_dim) < 1e-6)
+      mla_share = true;
+    else
+      detail::scaling_error(
+          "partial_rotary_factor", detail::format_double(rho),
+          "with qk_rope_head_dim=" + std::to_string(cfg.qk_rope_head_dim) +
+              " must be 1 or qk_rope_head_dim / head_dim (head_dim=" +
+              std::to_string(cfg.head_dim) +
+              "): multi-head latent attention rotates all of qk_rope_head_dim");
+  }
+  const double rd = proportional || mla_share
+                        ? static_cast<double>(head_dim)
+                        : std::floor(static_cast<double>(head_dim) * rho);  // HF: int()
   const int rotary_dim = static_cast<int>(rd);
-  if ((rotary_dim < 2 || rotary_dim % 2 != 0) && (rho == 1.0 || proportional))  // odd head dim
+  if ((rotary_dim < 2 || rotary_dim % 2 != 0) &&
+      (rho == 1.0 || proportional || mla_share))  // odd head dim
     detail::scaling_error(head_key, std::to_string(head_dim),
                           "gives rotary_dim=" + std::to_string(rotary_dim) +
                               (proportional ? " (proportional rotates pairs across the head)"
+                               : mla_share  ? " (multi-head latent attention rotates all of it)"
                                             : " (partial_rotary_factor=1)") +
                               ", which must be even and >= 2");
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
