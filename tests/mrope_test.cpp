@@ -30,7 +30,7 @@ constexpr rope::layout kLayouts[] = {rope::layout::interleaved, rope::layout::ha
 
 // How a model assigns its pairs to the streams: Qwen2-VL's consecutive sections, Qwen3-VL's
 // interleaved ones, ERNIE-4.5-VL's (mrope_section read as [height, width, temporal]).
-enum class order { sections, interleaved, ernie };
+enum class order { sections, interleaved, ernie, bailing, pangu };
 
 // HF's stream (0 temporal, 1 height, 2 width) of each of `pairs` pairs, `section` the config's
 // mrope_section; empty where HF's construction raises. Qwen2-VL: cos/sin of width 2 * pairs
@@ -42,9 +42,47 @@ enum class order { sections, interleaved, ernie };
 // (height, width, temporal); the height and width chunks stacked entry by entry (torch.stack:
 // equal lengths), the temporal chunk after. It raises where those tensors do not fit: t = 0
 // (inv_freq[:-0] is empty), h != w, or a sum that is not `pairs`. Each pair must then still turn
-// by its own frequency: checked here.
+// by its own frequency: checked here. Bailing ([t, h, w]; vLLM's BailingMRotaryEmbedding):
+// spatial = h + w, entry j < spatial from the height row where j % 2 == 0, else the width row,
+// entries from spatial on from the temporal row; it raises where h != w or the sum is not
+// `pairs`. openPangu (Huawei's get_mrope_interleaved_id_list(t, h, w, force_last=True), vLLM's
+// MRotaryEmbeddingInterleaved): counts {t - 1, h, w}; pair by pair the candidates with some
+// left and not the last one chosen (all with some left if none), the smallest (placed / count
+// as Python's float division, stream) chosen; then a final 0. Where t = 0 its list does not
+// give each stream its count (returned empty here).
 std::vector<int> hf_streams(const int section[3], order kind, int pairs) {
   std::vector<int> stream(static_cast<std::size_t>(pairs), 0);
+  if (kind == order::bailing) {
+    const int t = section[0], h = section[1], w = section[2];
+    if (h != w || t + h + w != pairs || t < 0 || h < 0) return {};
+    for (int j = 0; j < h + w; ++j) stream[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1 : 2;
+    return stream;
+  }
+  if (kind == order::pangu) {
+    if (section[0] < 1 || section[0] + section[1] + section[2] != pairs) return {};
+    const int counts[3] = {section[0] - 1, section[1], section[2]};
+    int placed[3] = {0, 0, 0}, rem[3] = {counts[0], counts[1], counts[2]}, last = -1;
+    std::vector<int> seq;
+    for (int step = 0; step < counts[0] + counts[1] + counts[2]; ++step) {
+      std::vector<int> cands;
+      for (int k = 0; k < 3; ++k)
+        if (rem[k] > 0 && k != last) cands.push_back(k);
+      if (cands.empty())
+        for (int k = 0; k < 3; ++k)
+          if (rem[k] > 0) cands.push_back(k);
+      const auto key = [&](int k) {
+        return std::make_pair(static_cast<double>(placed[k]) / counts[k], k);
+      };
+      const int best = *std::min_element(cands.begin(), cands.end(),
+                                         [&](int a, int b) { return key(a) < key(b); });
+      seq.push_back(best);
+      ++placed[best];
+      --rem[best];
+      last = best;
+    }
+    seq.push_back(0);
+    return seq;
+  }
   if (kind == order::ernie) {
     const int h = section[0], w = section[1], t = section[2];
     if (t == 0 || h != w || h + w + t != pairs) return {};
@@ -86,8 +124,9 @@ struct model {
 };
 // Qwen2-VL / Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL (d = 128), GLM-4.1V (Qwen2-VL's construction
 // over d = 64 of heads of 128: partial_rotary_factor 0.5), Qwen3.5 (Qwen3-VL's over d = 64 of
-// heads of 256: partial_rotary_factor 0.25, HF's default sections), and small heads with odd
-// counts.
+// heads of 256: partial_rotary_factor 0.25, HF's default sections), Bailing V3 (vLLM's test
+// sections over its 64-dim MLA rope head), openPangu-VL (its config's [16, 8, 8]), and small
+// heads with odd counts.
 const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, order::sections},
                          {"qwen3-vl", 128, {24, 20, 20}, order::interleaved},
                          {"qwen3.5", 256, {11, 11, 10}, order::interleaved},  // a quarter
@@ -95,7 +134,10 @@ const model kModels[] = {{"qwen2-vl", 128, {16, 24, 24}, order::sections},
                          {"glm-4.1v", 128, {8, 12, 12}, order::sections},  // half of each head
                          {"small-sections", 40, {4, 7, 9}, order::sections},
                          {"small-interleaved", 40, {8, 6, 6}, order::interleaved},
-                         {"small-ernie", 40, {7, 7, 6}, order::ernie}};
+                         {"small-ernie", 40, {7, 7, 6}, order::ernie},
+                         {"bailing-v3", 64, {8, 12, 12}, order::bailing},  // Ling's MLA width
+                         {"openpangu-vl", 64, {16, 8, 8}, order::pangu},
+                         {"small-pangu", 40, {3, 9, 8}, order::pangu}};
 
 // The config's mrope_section for (temporal, height, width) pair counts of `kind`.
 std::array<int, 3> config_section(int temporal, int height, int width, order kind) {
@@ -105,6 +147,9 @@ std::array<int, 3> config_section(int temporal, int height, int width, order kin
 
 rope::mrope_sections sections_of(const model& m) {
   if (m.kind == order::ernie) return {m.section[2], m.section[0], m.section[1], false, true};
+  if (m.kind == order::bailing) return {m.section[0], m.section[1], m.section[2], false, true};
+  if (m.kind == order::pangu)
+    return {m.section[0], m.section[1], m.section[2], false, false, true};
   return {m.section[0], m.section[1], m.section[2], m.kind == order::interleaved};
 }
 
@@ -272,14 +317,20 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
   const int d = Dim ? static_cast<int>(Dim) : 2 * (2 + pick(D / 2 - 1));
   const rope::layout l = kLayouts[pick(2)];
   const int pairs = d / 2;
-  const order kind = static_cast<order>(pick(3));
+  const order kind = static_cast<order>(pick(5));
   const bool interleaved = kind == order::interleaved;
+  const bool alternating = kind == order::ernie || kind == order::bailing;
   int h = pick(interleaved            ? (pairs + 1) / 3 + 1
                : kind == order::ernie ? (pairs - 1) / 2 + 1  // temporal > 0
+               : alternating          ? pairs / 2 + 1
+               : kind == order::pangu ? pairs  // temporal >= 1
                                       : pairs + 1);
-  int w = kind == order::ernie ? h : pick(interleaved ? pairs / 3 + 1 : pairs - h + 1);
+  int w = alternating ? h
+                      : pick(interleaved            ? pairs / 3 + 1
+                             : kind == order::pangu ? pairs - h
+                                                    : pairs - h + 1);
   if (h + w > pairs) w = pairs - h;
-  rope::mrope_sections sec{pairs - h - w, h, w, interleaved, kind == order::ernie};
+  rope::mrope_sections sec{pairs - h - w, h, w, interleaved, alternating, kind == order::pangu};
   const int mistake = pick(6);  // 0: bad sections, 1: a position out of range, else valid
   if (mistake == 0) sec.temporal += pick(2) ? 1 : -1;
   const std::ptrdiff_t n = 1 + pick(12), H = 1 + pick(3);
@@ -316,7 +367,8 @@ void random_call(std::mt19937_64& gen, int& calls_ok, int& calls_refused) {
                                            : rope::status::ok;
   ASSERT_EQ(got, want) << "D=" << D << " d=" << d << " sections " << sec.temporal << ","
                        << sec.height << "," << sec.width << (interleaved ? " interleaved" : "")
-                       << (sec.hw_alternating ? " hw_alternating" : "");
+                       << (sec.hw_alternating ? " hw_alternating" : "")
+                       << (sec.balanced ? " balanced" : "");
   if (got != rope::status::ok) {
     ++calls_refused;
     ASSERT_EQ(0, std::memcmp(x.data(), x0.data(), size * sizeof(float)));
@@ -375,9 +427,11 @@ TEST(Mrope, RandomCallsMatchApplyOrWriteNothing) {
   EXPECT_GT(refused, 300);
 }
 
-// apply_mrope accepts exactly the sections under which HF's construction runs and gives each
-// stream its count of pairs (every split of 1..70 pairs, all three kinds): checked on an empty
-// view, so nothing but the sections is looked at. Both flags at once are refused.
+// apply_mrope accepts exactly the sections under which the reference construction runs and
+// gives each stream its count of pairs (every split of 1..70 pairs; hw_alternating as vLLM's
+// Bailing, which takes temporal 0 where HF's ERNIE raises: from_config refuses that for ERNIE):
+// checked on an empty view, so nothing but the sections is looked at. Two flags at once are
+// refused.
 TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
   int accepted = 0;
   for (int pairs = 1; pairs <= 70; ++pairs) {
@@ -388,8 +442,9 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
     const std::int64_t p = 0;
     for (int h = 0; h <= pairs; ++h)
       for (int w = 0; w + h <= pairs; ++w)
-        for (order kind : {order::sections, order::interleaved, order::ernie}) {
-          const bool interleaved = kind == order::interleaved, ernie = kind == order::ernie;
+        for (order kind : {order::sections, order::interleaved, order::bailing, order::pangu}) {
+          const bool interleaved = kind == order::interleaved, ernie = kind == order::bailing;
+          const bool pangu = kind == order::pangu;
           const int section[3] = {pairs - h - w, h, w};
           const std::vector<int> stream =
               hf_streams(config_section(section[0], h, w, kind).data(), kind, pairs);
@@ -398,19 +453,23 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
           const bool want = !stream.empty() && count[0] == section[0] && count[1] == h &&
                             count[2] == w;
           const rope::status st = rope::apply_mrope<float>(
-              *tab, rope::mrope_sections{section[0], h, w, interleaved, ernie}, none, &p, &p, &p);
+              *tab, rope::mrope_sections{section[0], h, w, interleaved, ernie, pangu}, none, &p,
+              &p, &p);
           ASSERT_EQ(st, want ? rope::status::ok : rope::status::bad_dimension)
               << pairs << " pairs: " << section[0] << "," << h << "," << w
-              << (interleaved ? " interleaved" : "") << (ernie ? " hw_alternating" : "");
-          if (ernie && want && h <= (pairs + 1) / 3) {
-            const rope::mrope_sections both{section[0], h, w, true, true};
-            ASSERT_EQ(rope::apply_mrope<float>(*tab, both, none, &p, &p, &p),
-                      rope::status::bad_dimension);
+              << (interleaved ? " interleaved" : "") << (ernie ? " hw_alternating" : "")
+              << (pangu ? " balanced" : "");
+          if ((ernie || pangu) && want && h <= (pairs + 1) / 3 && w <= pairs / 3) {
+            for (const rope::mrope_sections two :
+                 {rope::mrope_sections{section[0], h, w, true, ernie, pangu},
+                  rope::mrope_sections{section[0], h, w, false, true, true}})
+              ASSERT_EQ(rope::apply_mrope<float>(*tab, two, none, &p, &p, &p),
+                        rope::status::bad_dimension);
           }
           accepted += want;
         }
   }
-  EXPECT_GT(accepted, 60000);
+  EXPECT_GT(accepted, 110000);
 }
 
 TEST(Mrope, BadInputIsRefusedAndNothingWritten) {
@@ -717,6 +776,97 @@ TEST(Mrope, FromConfigReadsTheSections) {
   ernie.model_type = "";  // freq_allocation is ERNIE's: not plain RoPE for another model
   ernie.rope_scaling = {{"freq_allocation", 20}};
   expect_refused_naming(ernie, rope::layout::interleaved, "freq_allocation");
+#endif
+}
+
+// openPangu's order against listings made outside this file: (2, 3, 3) with force_last is
+// [0, 1, 2, 1, 2, 1, 2, 0] (another project's test of get_mrope_interleaved_id_list), and
+// Pangu 30B-A2B's [6, 5, 5] happens to be Qwen3-VL's interleaved order (0, 1, 2 repeated, then
+// 0), which most other sections are not: openPangu-VL's [16, 8, 8] as Huawei's Python function
+// lists it (run outside this file) differs from Qwen3-VL's at 15 of 32 pairs.
+TEST(Mrope, OpenPanguOrderMatchesItsListings) {
+  const int a[3] = {2, 3, 3};
+  EXPECT_EQ(hf_streams(a, order::pangu, 8), (std::vector<int>{0, 1, 2, 1, 2, 1, 2, 0}));
+  const int b[3] = {6, 5, 5};
+  EXPECT_EQ(hf_streams(b, order::pangu, 16), hf_streams(b, order::interleaved, 16));
+  const int c[3] = {16, 8, 8};
+  const std::vector<int> pangu = hf_streams(c, order::pangu, 32);
+  EXPECT_EQ(pangu, (std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1, 0, 2, 0, 1, 0, 2, 0, 1,
+                                     0, 2, 0, 1, 0, 2, 0, 1, 0, 2, 0, 1, 0, 2, 0, 0}));
+  const std::vector<int> qwen = hf_streams(c, order::interleaved, 32);
+  int differ = 0;
+  for (std::size_t j = 0; j < 32; ++j) differ += pangu[j] != qwen[j];
+  EXPECT_EQ(differ, 15);
+}
+
+// Bailing's configs (model_type bailing_moe_v3_vl, bailing_hybrid: mrope_section [t, h, w], h
+// and w alternating) and openPangu's (openpangu_vl, PanguEmbedded: mrope_interleaved in its
+// balanced order) by model_type; other model types keep Qwen's readings.
+TEST(Mrope, FromConfigReadsBailingAndOpenPangu) {
+  rope::model_config bailing;
+  bailing.rope_theta = 6e6;
+  bailing.head_dim = 128;
+  bailing.qk_rope_head_dim = 64;
+  bailing.rope_scaling = {{"rope_type", "default"},
+                          {"partial_rotary_factor", 0.5},
+                          {"mrope_section", {8, 12, 12}}};
+  for (const char* type : {"bailing_moe_v3_vl", "bailing_hybrid", "bailingmm_moe_v2_lite"}) {
+    bailing.model_type = type;
+    const rope::scaled_spec m = rope::from_config(bailing, rope::layout::interleaved);
+    EXPECT_EQ(m.spec.rotary_dim, 64) << type;
+    EXPECT_EQ(m.mrope.temporal, 8) << type;
+    EXPECT_EQ(m.mrope.height, 12) << type;
+    EXPECT_EQ(m.mrope.width, 12) << type;
+    EXPECT_TRUE(m.mrope.hw_alternating) << type;
+    EXPECT_FALSE(m.mrope.interleaved || m.mrope.balanced) << type;
+  }
+  bailing.rope_scaling["mrope_section"] = {32, 0, 0};  // no spatial pairs: vLLM accepts it
+  EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).mrope.temporal, 32);
+  bailing.model_type = "";  // without it: Qwen's consecutive sections
+  bailing.rope_scaling["mrope_section"] = {8, 12, 12};
+  EXPECT_FALSE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
+#if ROPE_HAS_EXCEPTIONS
+  bailing.model_type = "bailing_moe_v3_vl";
+  for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
+           {{"mrope_section", {8, 14, 10}}},  // height != width
+           {{"mrope_section", {8, 12, 12}}, {"mrope_interleaved", true}}}) {
+    bailing.rope_scaling = bad;
+    expect_refused_naming_mrope(bailing, rope::layout::interleaved);
+  }
+  bailing.rope_scaling = {{"rope_type", "yarn"},  // vLLM's Bailing M-RoPE raises
+                          {"factor", 2.0},
+                          {"original_max_position_embeddings", 4096},
+                          {"mrope_section", {8, 12, 12}}};
+  expect_refused_naming(bailing, rope::layout::interleaved, "must be default for model_type");
+  bailing.rope_scaling = {{"rope_type", "yarn"},  // without sections: Bailing's text models
+                          {"factor", 2.0},
+                          {"original_max_position_embeddings", 4096}};
+  EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).scaling.type,
+            rope::scaling_type::yarn);
+#endif
+  rope::model_config pangu;
+  pangu.rope_theta = 1e4;
+  pangu.head_dim = 64;
+  pangu.rope_scaling = {{"rope_type", "default"},
+                        {"mrope_section", {16, 8, 8}},
+                        {"mrope_interleaved", true}};
+  for (const char* type : {"openpangu_vl", "openpangu_vl_text", "PanguEmbedded"}) {
+    pangu.model_type = type;
+    const rope::scaled_spec m = rope::from_config(pangu, rope::layout::half_split);
+    EXPECT_EQ(m.mrope.temporal, 16) << type;
+    EXPECT_EQ(m.mrope.height, 8) << type;
+    EXPECT_TRUE(m.mrope.balanced) << type;
+    EXPECT_FALSE(m.mrope.interleaved || m.mrope.hw_alternating) << type;
+  }
+  pangu.model_type = "qwen3_vl";
+  EXPECT_TRUE(rope::from_config(pangu, rope::layout::half_split).mrope.interleaved);
+  pangu.model_type = "openpangu_vl";  // Pangu without mrope_interleaved: consecutive sections
+  pangu.rope_scaling.erase("mrope_interleaved");
+  const rope::scaled_spec plain = rope::from_config(pangu, rope::layout::half_split);
+  EXPECT_FALSE(plain.mrope.balanced || plain.mrope.interleaved || plain.mrope.hw_alternating);
+#if ROPE_HAS_EXCEPTIONS
+  pangu.rope_scaling = {{"mrope_section", {0, 16, 16}}, {"mrope_interleaved", true}};
+  expect_refused_naming_mrope(pangu, rope::layout::half_split);  // its last pair is temporal
 #endif
 }
 

@@ -377,9 +377,14 @@ void check_prefetching_jobs() {
 // K and on the scalar kernels, every byte compared as check_case does (compare_runs). Sections:
 // Qwen2-VL's consecutive ones and Qwen3-VL's interleaved ones at d = 128, a vision encoder's
 // {0, 20, 20} (no temporal pair) at d = 80, odd counts at d = 40 in a head of 48 (copied tail
-// out of place), and XD-RoPE's four at d = 128 and d = 40.
+// out of place), ERNIE-4.5-VL's and Bailing's alternating ones (Bailing's with no temporal
+// pair too), openPangu's balanced ones at d = 128 and d = 40, and XD-RoPE's four at d = 128
+// and d = 40.
 inline std::string sections_name(const rope::mrope_sections& sec) {
-  return sec.interleaved ? " interleaved" : (sec.hw_alternating ? " hw_alternating" : "");
+  return sec.interleaved      ? " interleaved"
+         : sec.hw_alternating ? " hw_alternating"
+         : sec.balanced       ? " balanced"
+                              : "";
 }
 inline std::string sections_name(const rope::xdrope_sections&) { return " xdrope"; }
 
@@ -470,7 +475,10 @@ void check_gathered_rows() {
                           {80, 80, {0, 20, 20, false}},
                           {48, 40, {4, 7, 9, false}},
                           {48, 40, {8, 6, 6, true}},
-                          {48, 40, {6, 7, 7, false, true}}};
+                          {48, 40, {6, 7, 7, false, true}},
+                          {48, 40, {0, 10, 10, false, true}},         // Bailing, no temporal
+                          {128, 128, {32, 16, 16, false, false, true}},  // openPangu
+                          {48, 40, {3, 9, 8, false, false, true}}};
   std::uint64_t seed = 500;
   for (const model& m : models)
     for (rope::layout l : {rope::layout::interleaved, rope::layout::half_split}) {

@@ -1,4 +1,5 @@
-// rope/mrope.hpp: multimodal RoPE (M-RoPE) of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and ERNIE-4.5-VL:
+// rope/mrope.hpp: multimodal RoPE (M-RoPE) of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL,
+// Bailing's VL models and openPangu-VL:
 // each token has three positions (temporal, height, width) and each rotated pair takes its
 // angle from one of them, chosen by the model's mrope_section.
 //
@@ -10,9 +11,11 @@
 //   sections (Qwen2-VL, Qwen2.5-VL): j < t -> temporal, t <= j < t + h -> height, the rest width;
 //   interleaved (Qwen3-VL, mrope_interleaved): j % 3 == 1 and j < 3h -> height, j % 3 == 2 and
 //     j < 3w -> width, every other pair temporal;
-//   hw_alternating (ERNIE-4.5-VL, h == w): j < h + w -> height for even j, width for odd j,
-//     the last t pairs temporal (HF permutes inv_freq so that, after its recomposition, pair j
-//     still turns by w_j: the same rotation).
+//   hw_alternating (ERNIE-4.5-VL, Bailing; h == w): j < h + w -> height for even j, width for
+//     odd j, the last t pairs temporal (HF permutes inv_freq so that, after its recomposition,
+//     pair j still turns by w_j: the same rotation);
+//   balanced (openPangu's mrope_interleaved): a greedy list (rope::mrope_sections), the last
+//     pair temporal.
 // (HF builds cos/sin per stream and splits their last dim by mrope_section * 2, chunk i taking
 // stream i % 3: the same pairs in its half_split layout.) A token whose three positions are
 // equal (every text token) is rotated exactly as rope::apply rotates it at that position, bit
@@ -145,7 +148,7 @@ inline bool sections_match(const xdrope_sections& s, std::ptrdiff_t rotary_dim) 
 }
 
 /// Pair counts of consecutive sections, in stream order (XD-RoPE's always are; M-RoPE's
-/// interleaved and hw_alternating pairs pick their stream one by one: mrope_stream).
+/// interleaved, hw_alternating and balanced pairs pick their stream one by one: mrope_streams).
 inline void consecutive_counts(const mrope_sections& s, std::size_t count[4]) noexcept {
   const int c[4] = {s.temporal, s.height, s.width, 0};
   for (int k = 0; k < 4; ++k) count[k] = static_cast<std::size_t>(c[k]);
@@ -169,9 +172,12 @@ gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std:
   for (std::size_t k = 1; k <= N; ++k) g.first[k] = m;
   g.scratch = scratch;
   if constexpr (std::is_same<Sections, mrope_sections>::value) {
-    if (sec.interleaved || sec.hw_alternating) {
-      for (std::size_t i = 0; i < m; ++i)
-        entry_stream[i] = static_cast<unsigned char>(mrope_stream(sec, per_element ? i / 2 : i));
+    if (sec.interleaved || sec.hw_alternating || sec.balanced) {
+      // Pair streams into the first d / 2 entries; interleaved rows repeat each for both
+      // elements of its pair (filled from the end, so no pair's stream is overwritten first).
+      mrope_streams(sec, d / 2, entry_stream);
+      if (per_element)
+        for (std::size_t i = m; i-- > 0;) entry_stream[i] = entry_stream[i / 2];
       g.entry_stream = entry_stream;
       return g;
     }

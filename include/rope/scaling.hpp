@@ -29,6 +29,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -718,7 +719,11 @@ struct model_config {
   /// not one ending in "_vision") reads mrope_section as [height, width, temporal] with
   /// height and width alternating (mrope_sections::hw_alternating), and requires it or
   /// Baidu's freq_allocation f (the sections [(d/2 - f)/2, (d/2 - f)/2, f]), with rope_type
-  /// default (HF raises for any other). Empty: Qwen's reading. "new" (GTE's embedding
+  /// default (HF raises for any other). A model_type starting with "bailing" (Ling / Ring
+  /// and their VL models) reads mrope_section as [temporal, height, width], height and width
+  /// alternating, with rope_type default (vLLM's Bailing M-RoPE); one starting with
+  /// "openpangu" or "pangu" (any case) reads mrope_interleaved as openPangu's balanced order
+  /// (mrope_sections::balanced). Empty: Qwen's reading. "new" (GTE's embedding
   /// models) reads rope_type ntk as GTE's code and vLLM compute it, w_j = (b s)^(-2j/d) /
   /// s^(2/d) (rope's own ntk, the default reading, is b s^(d/(d-2))).
   std::string model_type;
@@ -968,6 +973,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
            type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   const bool ernie = (starts("ernie4_5_vl") || starts("ernie4_5_moe_vl")) && !ends("_vision");
+  // Bailing's models (Ling / Ring and their VL models: model_type bailing_moe_v3_vl,
+  // bailing_hybrid, bailingmm...) list [temporal, height, width] and alternate height and width
+  // over the first pairs as ERNIE-4.5-VL does (vLLM's BailingMRotaryEmbedding; sglang reorders
+  // the list onto ERNIE's kernel); vLLM accepts only rope_type default there. openPangu
+  // (model_type openpangu..., PanguEmbedded, any case) with mrope_interleaved runs its own
+  // balanced order (vLLM's MRotaryEmbeddingInterleaved, Huawei's get_mrope_interleaved_id_list),
+  // which Qwen3-VL's differs from for most sections (e.g. openPangu-VL's [16, 8, 8]).
+  std::string lower = type;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto lower_starts = [&](const char* prefix) { return lower.rfind(prefix, 0) == 0; };
+  const bool bailing = lower_starts("bailing") && !ends("_vision");
+  const bool pangu = (lower_starts("openpangu") || lower_starts("pangu")) && !ends("_vision");
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
   const char* const order = ernie ? "height, width, temporal" : "temporal, height, width";
   // HF's Ernie4_5_VLMoeTextRotaryEmbedding raises for any rope_type but default, and vLLM's
@@ -1063,6 +1080,14 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 " pairs (their sum)");
   }
   const config_value* section = xs ? nullptr : ms;
+  if (bailing && section && type_name != "default")
+    detail::scaling_error(type_key ? type_key : "rope_type", "\"" + type_name + "\"",
+                          "must be default for model_type " + cfg.model_type +
+                              " with mrope_section (vLLM's Bailing M-RoPE raises for any other)");
+  if (bailing && section && interleaved)
+    detail::scaling_error("mrope_interleaved", "true",
+                          "does not apply to model_type " + cfg.model_type +
+                              " (Bailing alternates height and width)");
   if (!xs && !section && from_f.empty() && (type_name == "mrope" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key mrope_section (") +
@@ -1089,23 +1114,29 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                             "gives " + list_text(from_f) +
                                 ", which disagrees with mrope_section=" + text);
     const auto& e = section ? section->list() : from_f;
+    const auto at = [&](std::size_t i) { return static_cast<int>(e[i]); };
     if (ernie)
-      out.mrope = {static_cast<int>(e[2]), static_cast<int>(e[0]), static_cast<int>(e[1]), false,
-                   true};
+      out.mrope = {at(2), at(0), at(1), false, true, false};
+    else if (bailing)
+      out.mrope = {at(0), at(1), at(2), false, true, false};
     else
-      out.mrope = {static_cast<int>(e[0]), static_cast<int>(e[1]), static_cast<int>(e[2]),
-                   interleaved};
-    if (!detail::mrope_sections_match(out.mrope, rotary_dim))
+      out.mrope = {at(0), at(1), at(2), interleaved && !pangu, false, interleaved && pangu};
+    // HF's ERNIE-4.5-VL slices inv_freq[:-temporal], empty at 0, and raises; Baidu asserts it.
+    if (!detail::mrope_sections_match(out.mrope, rotary_dim) || (ernie && out.mrope.temporal == 0))
       detail::scaling_error(
           "mrope_section", text,
-          ernie ? "must be [height, width, temporal] (model_type " + cfg.model_type +
-                      ") with height == width, temporal > 0 and a sum of rotary_dim / 2 = " +
-                      std::to_string(rotary_dim / 2) + " pairs"
-                : "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
-                      " pairs (their sum" +
-                      (out.mrope.interleaved
-                           ? "; interleaved, height and width at most a third of them)"
-                           : ")"));
+          ernie || bailing
+              ? std::string("must be [") + order + "] (model_type " + cfg.model_type +
+                    ") with height == width" + (ernie ? ", temporal > 0" : "") +
+                    " and a sum of rotary_dim / 2 = " + std::to_string(rotary_dim / 2) + " pairs"
+              : "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
+                    " pairs (their sum" +
+                    (out.mrope.interleaved
+                         ? "; interleaved, height and width at most a third of them)"
+                     : out.mrope.balanced
+                         ? "; openPangu's balanced order keeps the last pair temporal: "
+                           "temporal >= 1)"
+                         : ")"));
   }
   if (cfg.max_position_embeddings < 0)
     detail::scaling_error("max_position_embeddings", std::to_string(cfg.max_position_embeddings),

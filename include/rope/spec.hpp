@@ -59,20 +59,28 @@ enum class rounding : unsigned char { accurate = 0, fast = 1 };
 /// for compact tables, so the bound is what makes that row's size known.
 inline constexpr int max_rotary_dim = 1024;
 
-/// M-RoPE (rope/mrope.hpp; Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL): how many of the
-/// rotary_dim / 2 pairs take each of a token's three positions (Qwen's mrope_section:
-/// temporal, height, width), in consecutive sections (Qwen2-VL, Qwen2.5-VL), interleaved
-/// (Qwen3-VL's mrope_interleaved: pair j % 3 == 1 height, == 2 width, below 3 * height and
-/// 3 * width), or height and width alternating first (ERNIE-4.5-VL, whose mrope_section lists
-/// height, width, temporal: pair j < height + width takes height for even j and width for odd
-/// j, the last `temporal` pairs the temporal position; height == width, temporal > 0). All
-/// zero: not an M-RoPE model.
+/// M-RoPE (rope/mrope.hpp; Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL, Bailing, openPangu):
+/// how many of the rotary_dim / 2 pairs take each of a token's three positions (Qwen's
+/// mrope_section: temporal, height, width), in one of four orders:
+///  - consecutive sections (Qwen2-VL, Qwen2.5-VL): temporal, then height, then width;
+///  - interleaved (Qwen3-VL's mrope_interleaved): pair j % 3 == 1 height, == 2 width, below
+///    3 * height and 3 * width, the others temporal;
+///  - hw_alternating (ERNIE-4.5-VL, whose mrope_section lists height, width, temporal; Bailing
+///    and Ling's VL models, whose list is temporal, height, width): pair j < height + width
+///    takes height for even j and width for odd j, the rest the temporal position;
+///    height == width;
+///  - balanced (openPangu's mrope_interleaved, vLLM's MRotaryEmbeddingInterleaved): the last
+///    pair temporal; before it, pair by pair, the stream with pairs left, other than the
+///    previous pair's where another has some, whose share placed / count is smallest (the
+///    lower stream on ties), over counts (temporal - 1, height, width); temporal >= 1.
+/// At most one of the three flags. All zero: not an M-RoPE model.
 struct mrope_sections {
   int temporal = 0;             ///< pairs that take the temporal position (mrope_section[0])
   int height = 0;               ///< pairs that take the height position (mrope_section[1])
   int width = 0;                ///< pairs that take the width position (mrope_section[2])
   bool interleaved = false;     ///< Qwen3-VL's mrope_interleaved
-  bool hw_alternating = false;  ///< ERNIE-4.5-VL's order (not with interleaved)
+  bool hw_alternating = false;  ///< ERNIE-4.5-VL's and Bailing's order
+  bool balanced = false;        ///< openPangu's order
 };
 
 /// XD-RoPE (rope/mrope.hpp; Tencent's HunyuanOCR and Hunyuan-VL, config type "xdrope" with
@@ -121,7 +129,8 @@ inline void check_rotary_dim(int rotary_dim, int head_dim) {
               std::to_string(head_dim) + ") and <= " + std::to_string(max_rotary_dim));
 }
 
-/// The stream (0 temporal, 1 height, 2 width) of pair j.
+/// The stream (0 temporal, 1 height, 2 width) of pair j; not for balanced sections (their
+/// streams come as a whole: mrope_streams).
 inline int mrope_stream(const mrope_sections& s, std::size_t j) noexcept {
   if (s.hw_alternating) {
     if (j < static_cast<std::size_t>(s.height) + static_cast<std::size_t>(s.width))
@@ -139,18 +148,46 @@ inline int mrope_stream(const mrope_sections& s, std::size_t j) noexcept {
   return 2;
 }
 
+/// The streams of the first `pairs` pairs (pairs: the sections' sum) into out[0, pairs).
+inline void mrope_streams(const mrope_sections& s, std::size_t pairs, unsigned char* out) noexcept {
+  if (!s.balanced) {
+    for (std::size_t j = 0; j < pairs; ++j) out[j] = static_cast<unsigned char>(mrope_stream(s, j));
+    return;
+  }
+  // openPangu's greedy order (get_mrope_interleaved_id_list with force_last): shares compared
+  // exactly, placed[a] / count[a] < placed[b] / count[b] as placed[a] * count[b] < ...
+  const std::size_t count[3] = {static_cast<std::size_t>(s.temporal) - 1,
+                                static_cast<std::size_t>(s.height),
+                                static_cast<std::size_t>(s.width)};
+  std::size_t placed[3] = {0, 0, 0};
+  int last = -1;
+  for (std::size_t j = 0; j + 1 < pairs; ++j) {
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; ++pass)  // the previous pair's stream last
+      for (int k = 0; k < 3; ++k)
+        if (placed[k] < count[k] && (pass == 1 || k != last) &&
+            (best < 0 || placed[k] * count[best] < placed[best] * count[k]))
+          best = k;
+    out[j] = static_cast<unsigned char>(best);
+    ++placed[best];
+    last = best;
+  }
+  out[pairs - 1] = 0;
+}
+
 /// Sections that assign exactly (temporal, height, width) of the rotary_dim / 2 pairs: their
-/// sum; interleaved, also height and width within the pairs j % 3 == 1 and j % 3 == 2 there
-/// are ((pairs + 1) / 3 and pairs / 3), so that mrope_stream gives each stream its count;
-/// hw_alternating, height == width (HF stacks the two halves, vLLM asserts it), temporal > 0
-/// (HF's inv_freq[:-temporal] is empty at 0 and raises; Baidu's code asserts it) and not
-/// interleaved too. O(1): it runs on every apply_mrope call (a loop over the pairs cost a
-/// decode call 60%).
+/// sum, and at most one order flag; interleaved, also height and width within the pairs
+/// j % 3 == 1 and j % 3 == 2 there are ((pairs + 1) / 3 and pairs / 3), so that mrope_stream
+/// gives each stream its count; hw_alternating, height == width (HF stacks the two halves,
+/// vLLM asserts it); balanced, temporal >= 1 (its last pair). O(1): it runs on every
+/// apply_mrope call (a loop over the pairs cost a decode call 60%).
 inline bool mrope_sections_match(const mrope_sections& s, std::ptrdiff_t rotary_dim) noexcept {
   if (s.temporal < 0 || s.height < 0 || s.width < 0) return false;
   const std::ptrdiff_t pairs = rotary_dim / 2;
   if (static_cast<std::ptrdiff_t>(s.temporal) + s.height + s.width != pairs) return false;
-  if (s.hw_alternating) return !s.interleaved && s.height == s.width && s.temporal > 0;
+  if (int{s.interleaved} + int{s.hw_alternating} + int{s.balanced} > 1) return false;
+  if (s.hw_alternating) return s.height == s.width;
+  if (s.balanced) return s.temporal >= 1;
   return !s.interleaved || (s.height <= (pairs + 1) / 3 && s.width <= pairs / 3);
 }
 

@@ -434,20 +434,22 @@ inline std::int64_t decode_position(reader& in, std::int64_t length) {
   }
 }
 
-// M-RoPE sections (rope/mrope.hpp) for P pairs, consecutive, interleaved or alternating, and
-// stream_of[j], pair j's stream (0 temporal, 1 height, 2 width), built from them as Qwen2-VL
-// (consecutive runs), Qwen3-VL (height at pairs 1, 4, 7, ..., width at 2, 5, 8, ..., the rest
-// temporal) and ERNIE-4.5-VL (height at the even and width at the odd pairs below height +
-// width, equal counts; the rest temporal) assign pairs. Three inputs in eight give sections
-// that may not assign exactly the P pairs: one pair too many, a count lowered by one (negative
-// from 0), or more interleaved height pairs than there are pairs j % 3 == 1 (alternating: a
-// height that is not the width; no temporal pair is refused too). Returns whether they assign
-// them.
+// M-RoPE sections (rope/mrope.hpp) for P pairs, consecutive, interleaved, alternating or
+// balanced, and stream_of[j], pair j's stream (0 temporal, 1 height, 2 width), built from them
+// as Qwen2-VL (consecutive runs), Qwen3-VL (height at pairs 1, 4, 7, ..., width at 2, 5, 8, ...,
+// the rest temporal) and ERNIE-4.5-VL / Bailing (height at the even and width at the odd pairs
+// below height + width, equal counts; the rest temporal) assign pairs; openPangu's balanced
+// order is the library's own list here (mrope_test checks it against Huawei's listing; this
+// checks the gathered rows against it). Three inputs in eight give sections that may not
+// assign exactly the P pairs: one pair too many, a count lowered by one (negative from 0), or
+// more interleaved height pairs than there are pairs j % 3 == 1 (alternating: a height that
+// is not the width; balanced: no temporal pair). Returns whether they assign them.
 inline bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& sec,
                             std::vector<int>& stream_of) {
   const std::uint8_t b = in.u8();
   sec.interleaved = b % 2 == 1;
-  sec.hw_alternating = !sec.interleaved && (b >> 4) % 2 == 1;  // ERNIE-4.5-VL
+  sec.hw_alternating = !sec.interleaved && (b >> 4) % 2 == 1;  // ERNIE-4.5-VL, Bailing
+  sec.balanced = !sec.interleaved && !sec.hw_alternating && (b >> 5) % 2 == 1;  // openPangu
   std::ptrdiff_t most_h = 0, most_w = 0;  // pairs j % 3 == 1 and j % 3 == 2
   for (std::ptrdiff_t j = 0; j < P; ++j) {
     most_h += j % 3 == 1;
@@ -480,9 +482,16 @@ inline bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& 
     return false;
   stream_of.assign(static_cast<std::size_t>(P), 0);
   if (sec.hw_alternating) {  // pairs below height + width alternate height, width
-    if (sec.height != sec.width || sec.temporal == 0) return false;
+    if (sec.height != sec.width) return false;
     for (int j = 0; j < sec.height + sec.width; ++j)
       stream_of[static_cast<std::size_t>(j)] = j % 2 == 0 ? 1 : 2;
+    return true;
+  }
+  if (sec.balanced) {
+    if (sec.temporal < 1) return false;
+    std::vector<unsigned char> list(static_cast<std::size_t>(P));
+    rope::detail::mrope_streams(sec, list.size(), list.data());
+    for (std::size_t j = 0; j < list.size(); ++j) stream_of[j] = list[j];
     return true;
   }
   for (int i = 0; i < sec.height; ++i) {

@@ -108,7 +108,7 @@ def slots_tail(q_size, k_size, opt, slots, n_slots=8, geo_c=(0, PACKED), place_b
 
 # M-RoPE (entry MROPE): the as-entry byte (0 out of place, 1 in place, 2 apply_qk_mrope, 3 it
 # in place), then after the positions: the sections (bit 0 interleaved, bits 1-3 5/6/7 make
-# them invalid; the height and width counts), each token's height then width position (1: its
+# them invalid; bit 4 hw_alternating, bit 5 balanced; the height and width counts), each token's height then width position (1: its
 # temporal one, else 0 and a position), a null-stream byte, and where a stream goes (0x10:
 # stream 1 copied 8 bytes into the output's buffer; 1: nowhere).
 AS_OUT_OF_PLACE, AS_IN_PLACE, AS_QK, AS_QK_IN_PLACE = 0, 1, 2, 3
@@ -119,8 +119,11 @@ def image(p):  # a height or width position other than the temporal one
     return bytes([0]) + in_range(p)
 
 
-def mrope_tail(interleaved, height, width, streams, place=1, bad=0):
-    b = bytes([(1 if interleaved else 0) | (bad << 1), height, width])
+ALTERNATING, BALANCED = 0x10, 0x20
+
+
+def mrope_tail(interleaved, height, width, streams, place=1, bad=0, order=0):
+    b = bytes([(1 if interleaved else 0) | (bad << 1) | order, height, width])
     for s in streams:
         b += s
     return b + bytes([0, place])
@@ -285,6 +288,17 @@ seeds = {
     "float_mrope_bad_sections": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
     + run(entry=MROPE, tokens=2, positions=[in_range(1), in_range(2)],
           mrope=(AS_QK, mrope_tail(False, 24, 24, [SAME] * 4, bad=5)), payload=ramp(3000)),
+    # openPangu-VL: balanced sections (16, 8, 8) of 32 pairs, half_split; Bailing: alternating
+    # (8, 12, 12) of 32, interleaved, q and k in place.
+    "float_mrope_pangu_balanced_out_of_place": spec(FLOAT, HALF, 64, ROT_FULL, BASE_1E4)
+    + run(entry=MROPE, tokens=3, qh=2, positions=[in_range(p) for p in (3, 4, 5)],
+          mrope=(AS_OUT_OF_PLACE, mrope_tail(False, 8, 8, [image(1), SAME, image(7), image(2), SAME, image(9)],
+                                             order=BALANCED)),
+          payload=ramp(3000)),
+    "bf16_mrope_bailing_alternating_qk_in_place": spec(BF16, INTER, 64, ROT_FULL, BASE_1E6)
+    + run(entry=MROPE, dir_byte=0x21, tokens=2, qh=2, kh=1, positions=[in_range(p) for p in (40, 41)],
+          mrope=(AS_QK_IN_PLACE, mrope_tail(False, 12, 12, [image(2), SAME, image(6), SAME], order=ALTERNATING)),
+          payload=ramp(2 * 2 * 64 * 2) + bytes([1]) + ramp(2 * 64 * 2) + bytes([0, 1])),
     # HunyuanOCR: sections (16, 16, 16, 16) of 64 pairs, half_split; a text token between two
     # image tokens.
     "float_xdrope_half_hd128_out_of_place": spec(FLOAT, HALF, 128, ROT_FULL, BASE_1E4)
