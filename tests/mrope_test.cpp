@@ -443,8 +443,8 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
     for (int h = 0; h <= pairs; ++h)
       for (int w = 0; w + h <= pairs; ++w)
         for (order kind : {order::sections, order::interleaved, order::bailing, order::pangu}) {
-          const bool interleaved = kind == order::interleaved, ernie = kind == order::bailing;
-          const bool pangu = kind == order::pangu;
+          const bool interleaved = kind == order::interleaved;
+          const bool alternating = kind == order::bailing, pangu = kind == order::pangu;
           const int section[3] = {pairs - h - w, h, w};
           const std::vector<int> stream =
               hf_streams(config_section(section[0], h, w, kind).data(), kind, pairs);
@@ -453,15 +453,15 @@ TEST(Mrope, SectionsAcceptedExactlyWhenEachStreamGetsItsCount) {
           const bool want = !stream.empty() && count[0] == section[0] && count[1] == h &&
                             count[2] == w;
           const rope::status st = rope::apply_mrope<float>(
-              *tab, rope::mrope_sections{section[0], h, w, interleaved, ernie, pangu}, none, &p,
-              &p, &p);
+              *tab, rope::mrope_sections{section[0], h, w, interleaved, alternating, pangu}, none,
+              &p, &p, &p);
           ASSERT_EQ(st, want ? rope::status::ok : rope::status::bad_dimension)
               << pairs << " pairs: " << section[0] << "," << h << "," << w
-              << (interleaved ? " interleaved" : "") << (ernie ? " hw_alternating" : "")
+              << (interleaved ? " interleaved" : "") << (alternating ? " hw_alternating" : "")
               << (pangu ? " balanced" : "");
-          if ((ernie || pangu) && want && h <= (pairs + 1) / 3 && w <= pairs / 3) {
+          if ((alternating || pangu) && want && h <= (pairs + 1) / 3 && w <= pairs / 3) {
             for (const rope::mrope_sections two :
-                 {rope::mrope_sections{section[0], h, w, true, ernie, pangu},
+                 {rope::mrope_sections{section[0], h, w, true, alternating, pangu},
                   rope::mrope_sections{section[0], h, w, false, true, true}})
               ASSERT_EQ(rope::apply_mrope<float>(*tab, two, none, &p, &p, &p),
                         rope::status::bad_dimension);
@@ -799,6 +799,30 @@ TEST(Mrope, OpenPanguOrderMatchesItsListings) {
   EXPECT_EQ(differ, 15);
 }
 
+// rope::mrope_pair_streams lists apply_mrope's map: each model's, as the oracle assigns it, and
+// false with nothing written for sections that do not fit.
+TEST(Mrope, PairStreamsListEachOrder) {
+  for (const model& m : kModels) {
+    const int pairs = m.section[0] + m.section[1] + m.section[2];
+    std::vector<unsigned char> got(static_cast<std::size_t>(pairs) + 1, 7);
+    ASSERT_TRUE(rope::mrope_pair_streams(sections_of(m), 2 * pairs, got.data())) << m.name;
+    const std::vector<int> want = hf_streams(m.section, m.kind, pairs);
+    for (std::size_t j = 0; j < want.size(); ++j)
+      EXPECT_EQ(got[j], want[j]) << m.name << " pair " << j;
+    EXPECT_EQ(got[static_cast<std::size_t>(pairs)], 7) << m.name;  // nothing past the pairs
+    std::vector<unsigned char> untouched(got.size(), 7);
+    EXPECT_FALSE(rope::mrope_pair_streams(sections_of(m), 2 * pairs + 2, untouched.data()));
+    EXPECT_FALSE(rope::mrope_pair_streams(sections_of(m), 2 * pairs, nullptr));
+    EXPECT_EQ(untouched, std::vector<unsigned char>(got.size(), 7)) << m.name;
+  }
+  std::vector<unsigned char> out(16, 7);
+  EXPECT_FALSE(rope::mrope_pair_streams(rope::mrope_sections{0, 8, 8, false, false, true}, 32,
+                                        out.data()));  // balanced: its last pair is temporal
+  EXPECT_FALSE(rope::mrope_pair_streams(rope::mrope_sections{8, 4, 4, false, true, true}, 32,
+                                        out.data()));  // two orders
+  EXPECT_EQ(out, std::vector<unsigned char>(16, 7));
+}
+
 // Bailing's configs (model_type bailing_moe_v3_vl, bailing_hybrid: mrope_section [t, h, w], h
 // and w alternating) and openPangu's (openpangu_vl, PanguEmbedded: mrope_interleaved in its
 // balanced order) by model_type; other model types keep Qwen's readings.
@@ -864,7 +888,18 @@ TEST(Mrope, FromConfigReadsBailingAndOpenPangu) {
   pangu.rope_scaling.erase("mrope_interleaved");
   const rope::scaled_spec plain = rope::from_config(pangu, rope::layout::half_split);
   EXPECT_FALSE(plain.mrope.balanced || plain.mrope.interleaved || plain.mrope.hw_alternating);
+  // vLLM's own name for it (OpenPanguEmbeddedAttention rewrites the rope_type), any model_type.
+  pangu.model_type = "qwen2_moe";
+  pangu.rope_scaling = {{"rope_type", "openpangu"},
+                        {"mrope_section", {16, 8, 8}},
+                        {"mrope_interleaved", true}};
+  EXPECT_TRUE(rope::from_config(pangu, rope::layout::half_split).mrope.balanced);
 #if ROPE_HAS_EXCEPTIONS
+  pangu.rope_scaling.erase("mrope_interleaved");  // vLLM's MRotaryEmbeddingInterleaved raises
+  expect_refused_naming(pangu, rope::layout::half_split, "mrope_interleaved");
+  pangu.rope_scaling = {{"rope_type", "openpangu"}, {"mrope_interleaved", true}};
+  expect_refused_naming_mrope(pangu, rope::layout::half_split);
+  pangu.model_type = "openpangu_vl";
   pangu.rope_scaling = {{"mrope_section", {0, 16, 16}}, {"mrope_interleaved", true}};
   expect_refused_naming_mrope(pangu, rope::layout::half_split);  // its last pair is temporal
 #endif
@@ -1029,6 +1064,49 @@ TEST(VisionRope, PixtralRowsTakeEvenFrequenciesColumnsOdd) {
     std::printf("vision pixtral (D 64, %s): worst %.3Lf x 2^-24 r\n", rope::to_string(l),
                 worst * 0x1p24L);
   }
+}
+
+// MoonViT (Kimi-VL, Kimi K2.5's vision tower: heads of 72, theta 1e4): Rope2DPosEmb stacks
+// x (column) and y (row) angles per frequency f_k = 1e4^(-4k/D), k < D/4, so complex pair m
+// (dims 2m, 2m + 1) turns by col * f_(m/2) for even m and row * f_((m-1)/2) for odd m. As rope:
+// an interleaved table listing f_0, f_0, f_1, f_1, ..., and alternating sections {0, D/4, D/4}
+// fed the columns as "height" (even pairs) and the rows as "width" (odd pairs).
+TEST(VisionRope, MoonVitColumnsAtEvenPairsRowsAtOdd) {
+  constexpr int D = 72, H = 2;
+  const std::size_t n = 40;
+  const rope::frequencies half =
+      rope::default_frequencies(rope::make_spec(D / 2, D / 2, 1e4, rope::layout::interleaved));
+  rope::frequencies f;
+  f.rotary_dim = D;
+  for (double w : half.inv_freq) f.inv_freq.insert(f.inv_freq.end(), {w, w});
+  f.description = "moonvit";
+  const std::vector<ld> fk = oracle::inv_freq(1e4, D / 2);  // 1e4^(-2k/(D/2)) = 1e4^(-4k/D)
+  const patches p = some_patches(n, 41);
+  const std::vector<float> x = random_rows(n * H * D, 42);
+  rope::table_cache cache;
+  auto tab = cache.get<float>(f, rope::layout::interleaved, 2048);
+  std::vector<float> got = x;
+  ASSERT_EQ(rope::apply_mrope<float>(
+                *tab, rope::mrope_sections{0, D / 4, D / 4, false, true},
+                rope::heads_view<float>{got.data(), static_cast<std::ptrdiff_t>(n), H, D, H * D, D},
+                p.col.data(), p.col.data(), p.row.data()),
+            rope::status::ok);
+  const ld worst = worst_relative(
+      x, got, n, H, D,
+      [&](std::size_t t, const float* row) {  // view_as_complex(x) * freqs_cis
+        std::vector<ld> out(D);
+        for (std::size_t m = 0; m < static_cast<std::size_t>(D / 2); ++m) {
+          const ld pos = static_cast<ld>(m % 2 == 0 ? p.col[t] : p.row[t]);
+          const std::complex<ld> z(row[2 * m], row[2 * m + 1]);
+          const std::complex<ld> r = z * std::polar(ld{1}, pos * fk[m / 2]);
+          out[2 * m] = r.real();
+          out[2 * m + 1] = r.imag();
+        }
+        return out;
+      },
+      [](std::size_t i) { return i ^ 1u; });
+  EXPECT_LE(worst, 3 * 0x1p-24L);
+  std::printf("vision moonvit (D 72): worst %.3Lf x 2^-24 r\n", worst * 0x1p24L);
 }
 
 // Gemma 4's vision tower: heads of 64 (E2B, E4B) or 72 (26B-A4B, 31B), theta 100. HF splits each

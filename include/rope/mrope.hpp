@@ -65,8 +65,9 @@ template <class Real, class Pos, std::size_t N>
 struct gathered_tokens {
   const Pos* streams[N];  // M-RoPE's three or XD-RoPE's four
   // Consecutive sections (Qwen2-VL, Qwen2.5-VL, XD-RoPE): stream k's row entries are
-  // [first[k], first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL) and
-  // alternating (ERNIE-4.5-VL): entry i takes stream entry_stream[i].
+  // [first[k], first[k + 1]) of each of C, S and their low parts. Interleaved (Qwen3-VL),
+  // alternating (ERNIE-4.5-VL, Bailing) and balanced (openPangu): entry i takes stream
+  // entry_stream[i].
   std::size_t first[N + 1];
   const unsigned char* entry_stream;  // null for consecutive sections
   Real* scratch;                      // a row with its low parts, for a compact table's rows
@@ -300,6 +301,19 @@ status apply_qk_mrope_views(const table<Real>& tab, const Sections& sec,
 }
 
 }  // namespace detail
+
+/// The stream (0 temporal, 1 height, 2 width) each of the rotary_dim / 2 pairs takes under
+/// sec, into out[0, rotary_dim / 2): the map apply_mrope uses, for an engine that builds its
+/// own (a GPU kernel's). False, nothing written, where sec does not assign exactly
+/// rotary_dim / 2 pairs (apply_mrope's status::bad_dimension) or out is null.
+[[nodiscard]] inline bool mrope_pair_streams(const mrope_sections& sec, int rotary_dim,
+                                             unsigned char* out) noexcept {
+  if (!out || rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > max_rotary_dim ||
+      !detail::mrope_sections_match(sec, rotary_dim))
+    return false;
+  detail::mrope_streams(sec, static_cast<std::size_t>(rotary_dim / 2), out);
+  return true;
+}
 
 /// Rotates in -> out (out of place, or in place when out is the same rows as in) with M-RoPE:
 /// token t at positions pos_t[t] (temporal), pos_h[t] (height), pos_w[t] (width), each pair

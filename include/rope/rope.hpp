@@ -12,8 +12,8 @@
 // rope/storage.hpp  the storage-type customization point
 // rope/fwd.hpp      declarations of rope's types, for headers that only name them
 // rope/scaling.hpp  context extension: linear, NTK, dynamic NTK, YaRN, Llama 3.1, LongRoPE
-// rope/mrope.hpp    multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL): three
-//                   positions a token
+// rope/mrope.hpp    multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL, Bailing,
+//                   openPangu): three positions a token; XD-RoPE (Hunyuan-VL): four
 // rope/slots.hpp    keys rotated straight into KV-cache slots, one slot per token
 // rope/ggml.hpp     ggml's (llama.cpp's) rope parameters as frequencies, for GGUF checkpoints
 #pragma once

@@ -722,8 +722,9 @@ struct model_config {
   /// default (HF raises for any other). A model_type starting with "bailing" (Ling / Ring
   /// and their VL models) reads mrope_section as [temporal, height, width], height and width
   /// alternating, with rope_type default (vLLM's Bailing M-RoPE); one starting with
-  /// "openpangu" or "pangu" (any case) reads mrope_interleaved as openPangu's balanced order
-  /// (mrope_sections::balanced). Empty: Qwen's reading. "new" (GTE's embedding
+  /// "openpangu" or "pangu" reads mrope_interleaved as openPangu's balanced order
+  /// (mrope_sections::balanced), as does rope_type "openpangu" (vLLM's name for it) with any
+  /// model_type. Both prefixes match in any case (PanguEmbedded). Empty: Qwen's reading. "new" (GTE's embedding
   /// models) reads rope_type ntk as GTE's code and vLLM compute it, w_j = (b s)^(-2j/d) /
   /// s^(2/d) (rope's own ntk, the default reading, is b s^(d/(d-2))).
   std::string model_type;
@@ -829,8 +830,10 @@ class scaling_keys {
 inline scaling_type parse_rope_type(const std::string& t, const char* key) {
   // mrope: Qwen2-VL's alias. original: Grok-2's (at its config's top level, beside YaRN-like
   // keys it does not use: sglang's Grok code takes the unscaled frequencies and no attention
-  // factor for it, and vLLM's maps it to default).
-  if (t == "default" || t == "mrope" || t == "original") return scaling_type::none;
+  // factor for it, and vLLM's maps it to default). openpangu: vLLM's name for openPangu's
+  // default frequencies with its balanced M-RoPE order (from_config sets the order).
+  if (t == "default" || t == "mrope" || t == "original" || t == "openpangu")
+    return scaling_type::none;
   if (t == "linear") return scaling_type::linear;
   if (t == "ntk") return scaling_type::ntk;
   // xdrope: HunyuanOCR / Hunyuan-VL, HF's dynamic (with its alpha: Hunyuan's fixed NTK base)
@@ -862,9 +865,12 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
 /// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, a proportional partial_rotary_factor that rotates no
-/// pair, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
+/// pair, a partial_rotary_factor beside qk_rope_head_dim that is not qk_rope_head_dim /
+/// head_dim, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
 /// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
-/// does not read or fails on and a factor that disagrees with max_position_embeddings / M0.
+/// does not read or fails on and a factor that disagrees with max_position_embeddings / M0;
+/// M-RoPE sections that do not fit their order (naming mrope_section), a Bailing M-RoPE config
+/// with a rope_type other than default or with mrope_interleaved.
 /// proportional's factor defaults to 1. type xdrope (HunyuanOCR) reads as dynamic, and its
 /// four xdrope_section counts into scaled_spec::xdrope.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
@@ -938,7 +944,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
           "with qk_rope_head_dim=" + std::to_string(cfg.qk_rope_head_dim) +
               " must be 1 or qk_rope_head_dim / head_dim (head_dim=" +
               std::to_string(cfg.head_dim) +
-              "): multi-head latent attention rotates all of qk_rope_head_dim");
+              "; set head_dim where the config has it): multi-head latent attention rotates all "
+              "of qk_rope_head_dim");
   }
   const double rd = proportional || mla_share
                         ? static_cast<double>(head_dim)
@@ -984,8 +991,12 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto lower_starts = [&](const char* prefix) { return lower.rfind(prefix, 0) == 0; };
   const bool bailing = lower_starts("bailing") && !ends("_vision");
-  const bool pangu = (lower_starts("openpangu") || lower_starts("pangu")) && !ends("_vision");
+  const bool pangu = ((lower_starts("openpangu") || lower_starts("pangu")) && !ends("_vision")) ||
+                     type_name == "openpangu";
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
+  if (type_name == "openpangu" && !interleaved)  // vLLM's MRotaryEmbeddingInterleaved raises
+    detail::scaling_error("mrope_interleaved", "absent or false",
+                          "must be true for rope_type openpangu");
   const char* const order = ernie ? "height, width, temporal" : "temporal, height, width";
   // HF's Ernie4_5_VLMoeTextRotaryEmbedding raises for any rope_type but default, and vLLM's
   // ERNIE-4.5-VL takes no scaling: a scaled ERNIE config is not one either would run.
@@ -1088,7 +1099,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error("mrope_interleaved", "true",
                           "does not apply to model_type " + cfg.model_type +
                               " (Bailing alternates height and width)");
-  if (!xs && !section && from_f.empty() && (type_name == "mrope" || interleaved || ernie))
+  if (!xs && !section && from_f.empty() &&
+      (type_name == "mrope" || type_name == "openpangu" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
                   std::string("missing required key mrope_section (") +
                       (ernie ? "model_type " + cfg.model_type

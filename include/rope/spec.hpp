@@ -154,6 +154,7 @@ inline void mrope_streams(const mrope_sections& s, std::size_t pairs, unsigned c
     for (std::size_t j = 0; j < pairs; ++j) out[j] = static_cast<unsigned char>(mrope_stream(s, j));
     return;
   }
+  if (pairs == 0 || s.temporal < 1) return;  // not balanced sections (mrope_sections_match)
   // openPangu's greedy order (get_mrope_interleaved_id_list with force_last): shares compared
   // exactly, placed[a] / count[a] < placed[b] / count[b] as placed[a] * count[b] < ...
   const std::size_t count[3] = {static_cast<std::size_t>(s.temporal) - 1,
@@ -168,6 +169,7 @@ inline void mrope_streams(const mrope_sections& s, std::size_t pairs, unsigned c
         if (placed[k] < count[k] && (pass == 1 || k != last) &&
             (best < 0 || placed[k] * count[best] < placed[best] * count[k]))
           best = k;
+    if (best < 0) break;  // pairs past the sections' sum (not matched sections)
     out[j] = static_cast<unsigned char>(best);
     ++placed[best];
     last = best;

@@ -509,8 +509,8 @@ inline bool decode_sections(reader& in, std::ptrdiff_t P, rope::mrope_sections& 
 
 // XD-RoPE sections (rope::xdrope_sections: HunyuanOCR, Hunyuan-VL) for P pairs: four
 // consecutive runs (0 sequence position, 1 column, 2 row, 3 image index), stream_of[j] pair
-// j's stream. Two inputs in eight give counts that do not sum to P: one pair too many, or the
-// column count lowered by one (negative from 0). Returns whether they assign the P pairs.
+// j's stream. Two inputs in eight give counts that may be refused: one pair too many, or the
+// column count lowered by one and the position count raised (refused where it goes negative). Returns whether they assign the P pairs.
 inline bool decode_xd_sections(reader& in, std::ptrdiff_t P, rope::xdrope_sections& sec,
                                std::vector<int>& stream_of) {
   const std::uint8_t b = in.u8();
