@@ -1000,6 +1000,23 @@ TEST(FromConfig, MlaRotatesQkRopeHeadDim) {
 // Mistral 4: qk_rope_head_dim / head_dim = 64 / 192) rotate all 64 dims at theta^(-2j/64), as
 // vLLM and Bailing's own code do; 0.5 applied to 64 would rotate 32 at other frequencies. A
 // factor that does not name qk_rope_head_dim is refused, naming it.
+// FoPE's keys null (HF writes absent keys so) or use_fope false leave plain RoPE; any of them
+// set is refused (the bad-config table).
+TEST(FromConfig, FopeKeysNullOrOffReadAsPlainRope) {
+  rope::model_config cfg;
+  cfg.head_dim = 128;
+  cfg.rope_theta = 5e6;
+  cfg.rope_scaling = {{"rope_type", "default"},
+                      {"fope_init_factor", nullptr},
+                      {"fope_sep_head", nullptr},
+                      {"num_inv_freq", nullptr},
+                      {"use_fope", false}};
+  const rope::scaled_spec m = rope::from_config(cfg, rope::layout::half_split);
+  EXPECT_EQ(m.scaling.type, rope::scaling_type::none);
+  EXPECT_EQ(m.spec.rotary_dim, 128);
+  EXPECT_EQ(m.spec.base, 5e6);
+}
+
 TEST(FromConfig, MlaFactorNamingQkRopeHeadDimRotatesAllOfIt) {
   rope::model_config cfg;
   cfg.rope_theta = 6e5;
@@ -1339,6 +1356,11 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
        {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.01}},
        "partial_rotary_factor=0.01"},
       {"proportional factor 0", {{"rope_type", "proportional"}, {"factor", 0}}, "factor=0"},
+      // FoPE (Intern-S1-Pro): any of its keys not null switches it on in vLLM and sglang.
+      {"FoPE init factor", {{"rope_type", "default"}, {"fope_init_factor", 0.1}}, "fope_init_factor=0.1"},
+      {"FoPE separate heads false", {{"fope_sep_head", false}}, "fope_sep_head=false"},
+      {"FoPE frequency count", {{"num_inv_freq", 48}}, "num_inv_freq=48"},
+      {"use_fope true", {{"use_fope", true}}, "use_fope=true"},
       {"proportional factor not a number",
        {{"rope_type", "proportional"}, {"factor", "8"}},
        "factor"},

@@ -1164,6 +1164,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     detail::scaling_error("mixed_b", detail::scaling_keys::kind_name(*b),
                           "(vLLM's mixed NTK, w_j = theta_j / exp(a (j + 1)^mixed_b)) is not "
                           "supported: build rope::frequencies with those w_j");
+  // FoPE (Intern-S1-Pro; vLLM's and sglang's FourierRotaryEmbedding, switched on by any of
+  // these keys not null, or use_fope): cos and sin are learned per-head mixtures loaded with
+  // the weights, not one angle per pair. Ignored, the config would read as plain RoPE.
+  for (const char* key : {"fope_init_factor", "fope_sep_head", "num_inv_freq", "use_fope"}) {
+    const config_value* v = keys.find(key);
+    if (!v || (std::string(key) == "use_fope" && v->type() == config_value::kind::boolean &&
+               !v->boolean()))
+      continue;
+    detail::scaling_error(key, detail::scaling_keys::kind_name(*v),
+                          "switches on FoPE (Fourier position embedding: learned per-head "
+                          "mixtures of cos and sin), which rope does not compute");
+  }
 
   // M0 (yarn, llama3, longrope): top-level, else the key, else max_position_embeddings.
   auto resolve_m0 = [&]() -> std::int64_t {
