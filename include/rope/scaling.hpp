@@ -994,6 +994,11 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const bool pangu = ((lower_starts("openpangu") || lower_starts("pangu")) && !ends("_vision")) ||
                      type_name == "openpangu";
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
+  // sglang's mrope_interleaved_glm: a round-robin over the streams that skips a spent one (no
+  // checkpoint seen); ignored, its sections would read as consecutive.
+  if (keys.boolean("mrope_interleaved_glm").value_or(false))
+    detail::scaling_error("mrope_interleaved_glm", "true",
+                          "(sglang's round-robin M-RoPE order) is not supported");
   if (type_name == "openpangu" && !interleaved)  // vLLM's MRotaryEmbeddingInterleaved raises
     detail::scaling_error("mrope_interleaved", "absent or false",
                           "must be true for rope_type openpangu");
