@@ -1043,6 +1043,7 @@ TEST(FromConfig, MlaFactorNamingQkRopeHeadDimRotatesAllOfIt) {
   cfg.head_dim = 192;  // Mistral 4's shape: 64 / 192 is not exact in double
   cfg.partial_rotary_factor = 64.0 / 192.0;
   EXPECT_EQ(rope::from_config(cfg, rope::layout::interleaved).spec.rotary_dim, 64);
+#if ROPE_HAS_EXCEPTIONS  // without exceptions, from_config's errors go to the handler
   const auto refused = [&](const char* what) {
     try {
       (void)rope::from_config(cfg, rope::layout::interleaved);
@@ -1062,6 +1063,7 @@ TEST(FromConfig, MlaFactorNamingQkRopeHeadDimRotatesAllOfIt) {
   cfg.head_dim = 128;
   cfg.partial_rotary_factor = 0.25;
   refused("head_dim 128, factor 0.25");
+#endif
 }
 
 TEST(FromConfig, BracedListsAndLongRopeAtTinyHeads) {
