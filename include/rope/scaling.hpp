@@ -724,14 +724,16 @@ struct model_config {
   /// alternating, with rope_type default (vLLM's Bailing M-RoPE); one starting with
   /// "openpangu" or "pangu" reads mrope_interleaved as openPangu's balanced order
   /// (mrope_sections::balanced), as does rope_type "openpangu" (vLLM's name for it) with any
-  /// model_type. Both prefixes match in any case (PanguEmbedded). Empty: Qwen's reading. "new" (GTE's embedding
-  /// models) reads rope_type ntk as GTE's code and vLLM compute it, w_j = (b s)^(-2j/d) /
-  /// s^(2/d) (rope's own ntk, the default reading, is b s^(d/(d-2))).
+  /// model_type. The bailing, openpangu and pangu prefixes match in any case (PanguEmbedded).
+  /// Empty: Qwen's reading. "new" (GTE's embedding models) reads rope_type ntk as GTE's code
+  /// and vLLM compute it, w_j = (b s)^(-2j/d) / s^(2/d) (rope's own ntk, the default reading,
+  /// is b s^(d/(d-2))).
   std::string model_type;
 };
 
 /// A model's spec (rotation) and scaling, its M-RoPE sections (all zero unless the config has
-/// mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL; rope/mrope.hpp) and its XD-RoPE
+/// mrope_section: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ERNIE-4.5-VL, Bailing, openPangu;
+/// rope/mrope.hpp) and its XD-RoPE
 /// sections (all zero unless it has four xdrope_section counts: HunyuanOCR, Hunyuan-VL).
 struct scaled_spec {
   rope::spec spec;
