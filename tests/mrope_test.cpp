@@ -925,6 +925,18 @@ patches some_patches(std::size_t n, std::uint64_t seed) {
 }
 
 // HF's apply_rotary_pos_emb on one block of e.size() dims: x * cos(e) + rotate_half(x) * sin(e).
+// Pixtral's, Llama 4's and MoonViT's view_as_complex(x) * polar(1, e): complex pair m (dims
+// 2m, 2m + 1) turned by e[m], for e.size() pairs.
+std::vector<ld> complex_pairs(const float* x, const std::vector<ld>& e) {
+  std::vector<ld> out(2 * e.size());
+  for (std::size_t m = 0; m < e.size(); ++m) {
+    const std::complex<ld> r = std::complex<ld>(x[2 * m], x[2 * m + 1]) * std::polar(ld{1}, e[m]);
+    out[2 * m] = r.real();
+    out[2 * m + 1] = r.imag();
+  }
+  return out;
+}
+
 std::vector<ld> hf_rotate_half(const float* x, const std::vector<ld>& e) {
   const std::size_t n = e.size(), h = n / 2;
   std::vector<ld> out(n);
@@ -1048,15 +1060,7 @@ TEST(VisionRope, PixtralRowsTakeEvenFrequenciesColumnsOdd) {
       worst = worst_relative(
           x, got, n, H, D,
           [&](std::size_t t, const float* row) {  // view_as_complex(x) * freqs_cis
-            const std::vector<ld> e = angles(t);
-            std::vector<ld> out(D);
-            for (std::size_t m = 0; m < e.size(); ++m) {
-              const std::complex<ld> z(row[2 * m], row[2 * m + 1]);
-              const std::complex<ld> r = z * std::polar(ld{1}, e[m]);
-              out[2 * m] = r.real();
-              out[2 * m + 1] = r.imag();
-            }
-            return out;
+            return complex_pairs(row, angles(t));
           },
           [](std::size_t i) { return i ^ 1u; });
     }
@@ -1094,15 +1098,10 @@ TEST(VisionRope, MoonVitColumnsAtEvenPairsRowsAtOdd) {
   const ld worst = worst_relative(
       x, got, n, H, D,
       [&](std::size_t t, const float* row) {  // view_as_complex(x) * freqs_cis
-        std::vector<ld> out(D);
-        for (std::size_t m = 0; m < static_cast<std::size_t>(D / 2); ++m) {
-          const ld pos = static_cast<ld>(m % 2 == 0 ? p.col[t] : p.row[t]);
-          const std::complex<ld> z(row[2 * m], row[2 * m + 1]);
-          const std::complex<ld> r = z * std::polar(ld{1}, pos * fk[m / 2]);
-          out[2 * m] = r.real();
-          out[2 * m + 1] = r.imag();
-        }
-        return out;
+        std::vector<ld> e(D / 2);
+        for (std::size_t m = 0; m < e.size(); ++m)
+          e[m] = static_cast<ld>(m % 2 == 0 ? p.col[t] : p.row[t]) * fk[m / 2];
+        return complex_pairs(row, e);
       },
       [](std::size_t i) { return i ^ 1u; });
   EXPECT_LE(worst, 3 * 0x1p-24L);
@@ -1195,15 +1194,10 @@ TEST(VisionRope, Llama4EachHalfOfTheHeadInterleavedAtPositionPlusOne) {
         for (const std::int64_t c : {fx, fy})
           for (ld w : rope_freq)
             for (int rep = 0; rep < 2; ++rep) freqs.push_back(static_cast<ld>(c + 1) * w);
-        std::vector<ld> out(D);
-        for (std::size_t m = 0; m < static_cast<std::size_t>(D / 2); ++m) {
-          const ld angle = img_idx[t] < 0 ? 0 : freqs[2 * m];  // [..., ::2], masked_fill
-          const std::complex<ld> r =
-              std::complex<ld>(row[2 * m], row[2 * m + 1]) * std::polar(ld{1}, angle);
-          out[2 * m] = r.real();
-          out[2 * m + 1] = r.imag();
-        }
-        return out;
+        std::vector<ld> e(D / 2);
+        for (std::size_t m = 0; m < e.size(); ++m)
+          e[m] = img_idx[t] < 0 ? 0 : freqs[2 * m];  // [..., ::2], masked_fill
+        return complex_pairs(row, e);
       },
       [](std::size_t i) { return i ^ 1u; });
   EXPECT_LE(worst, 3 * 0x1p-24L);
