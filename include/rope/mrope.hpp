@@ -165,7 +165,8 @@ inline void consecutive_counts(const xdrope_sections& s, std::size_t count[4]) n
 template <class Real, class Pos, class Sections, std::size_t N = stream_count<Sections>>
 gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std::size_t d,
                                              const Pos* const streams[4],
-                                             unsigned char* entry_stream, Real* scratch) noexcept {
+                                             [[maybe_unused]] unsigned char* entry_stream,
+                                             Real* scratch) noexcept {
   const bool per_element = l == layout::interleaved;
   const std::size_t m = per_element ? d : d / 2;  // entries per part of a row
   gathered_tokens<Real, Pos, N> g{};
@@ -182,9 +183,7 @@ gathered_tokens<Real, Pos, N> gather_streams(const Sections& sec, layout l, std:
       g.entry_stream = entry_stream;
       return g;
     }
-  } else {
-    (void)entry_stream;  // XD-RoPE's sections are consecutive
-  }
+  }  // XD-RoPE's sections are consecutive: entry_stream unused
   std::size_t count[4];
   consecutive_counts(sec, count);
   const std::size_t per_pair = per_element ? 2 : 1;
