@@ -849,7 +849,53 @@ TEST(Mrope, FromConfigReadsBailingAndOpenPangu) {
   bailing.model_type = "";  // without it: Qwen's consecutive sections
   bailing.rope_scaling["mrope_section"] = {8, 12, 12};
   EXPECT_FALSE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
+  // sglang's switch, video_rope: true beside mrope_section, under any model_type (its Bailing
+  // config classes add it); false, or without sections (sglang then runs plain RoPE), no change.
+  for (const char* type : {"", "bailing_moe_v2", "qwen2_vl"}) {
+    bailing.model_type = type;
+    bailing.rope_scaling["video_rope"] = true;
+    const rope::mrope_sections got = rope::from_config(bailing, rope::layout::interleaved).mrope;
+    EXPECT_TRUE(got.hw_alternating && got.temporal == 8 && got.height == 12) << type;
+    bailing.rope_scaling["video_rope"] = false;
+    EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating,
+              std::string(type).rfind("bailing", 0) == 0)
+        << type;
+  }
+  bailing.rope_scaling = {{"video_rope", true}, {"factor", 0.5}};  // no sections: plain RoPE
+  EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).mrope.temporal, 0);
+  bailing.rope_scaling = {{"partial_rotary_factor", 0.5},  // a factor sglang ignores (<= 1)
+                          {"mrope_section", {8, 12, 12}},
+                          {"video_rope", true},
+                          {"factor", 1.0}};
+  EXPECT_TRUE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
 #if ROPE_HAS_EXCEPTIONS
+  // A factor > 1 under rope_type default: sglang's Bailing runs YaRN by it, vLLM ignores it.
+  for (const char* type : {"bailing_moe_v3_vl", "qwen2_vl"}) {
+    bailing.model_type = type;
+    bailing.rope_scaling["factor"] = 4.0;
+    expect_refused_naming(bailing, rope::layout::interleaved, "factor=4 with Bailing's M-RoPE");
+  }
+  bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", 1.0}};  // not a bool
+  expect_refused_naming(bailing, rope::layout::interleaved, "video_rope");
+  bailing.rope_scaling = {{"mrope_section", {8, 12, 12}},  // two orders
+                          {"video_rope", true},
+                          {"mrope_interleaved", true}};
+  expect_refused_naming(bailing, rope::layout::interleaved, "mrope_interleaved");
+  for (const char* type : {"ernie4_5_vl_moe", "openpangu_vl"}) {
+    bailing.model_type = type;
+    bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", true}};
+    expect_refused_naming(bailing, rope::layout::interleaved, "video_rope=true");
+  }
+  bailing.model_type = "hunyuan_vl";
+  bailing.rope_scaling = {{"xdrope_section", {8, 8, 8, 8}}, {"video_rope", true}};
+  expect_refused_naming(bailing, rope::layout::interleaved, "video_rope=true");
+  bailing.model_type = "";
+  bailing.rope_scaling = {{"rope_type", "yarn"},  // sglang only: refused like Bailing's yarn
+                          {"factor", 2.0},
+                          {"original_max_position_embeddings", 4096},
+                          {"mrope_section", {8, 12, 12}},
+                          {"video_rope", true}};
+  expect_refused_naming(bailing, rope::layout::interleaved, "must be default for video_rope");
   bailing.model_type = "bailing_moe_v3_vl";
   for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
            {{"mrope_section", {8, 14, 10}}},  // height != width

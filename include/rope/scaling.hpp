@@ -721,7 +721,9 @@ struct model_config {
   /// Baidu's freq_allocation f (the sections [(d/2 - f)/2, (d/2 - f)/2, f]), with rope_type
   /// default (HF raises for any other). A model_type starting with "bailing" (Ling / Ring
   /// and their VL models) reads mrope_section as [temporal, height, width], height and width
-  /// alternating, with rope_type default (vLLM's Bailing M-RoPE); one starting with
+  /// alternating, with rope_type default (vLLM's Bailing M-RoPE; so does `video_rope: true`
+  /// beside mrope_section with any model_type, sglang's switch; a `factor` > 1 there is
+  /// refused: sglang runs YaRN by it, vLLM ignores it); one starting with
   /// "openpangu" or "pangu" reads mrope_interleaved as openPangu's balanced order
   /// (mrope_sections::balanced), as does rope_type "openpangu" (vLLM's name for it) with any
   /// model_type. The bailing, openpangu and pangu prefixes match in any case (PanguEmbedded).
@@ -992,7 +994,11 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   std::string lower = type;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto lower_starts = [&](const char* prefix) { return lower.rfind(prefix, 0) == 0; };
-  const bool bailing = lower_starts("bailing") && !ends("_vision");
+  bool bailing = lower_starts("bailing") && !ends("_vision");
+  // sglang's get_rope picks Bailing's M-RoPE by `video_rope: true` beside mrope_section, under
+  // any model_type (its Bailing VL config classes add the key; vLLM has no such key and picks
+  // Bailing's class by architecture): read so here too, never as Qwen's order.
+  const bool video_rope = keys.boolean("video_rope").value_or(false);
   const bool pangu = ((lower_starts("openpangu") || lower_starts("pangu")) && !ends("_vision")) ||
                      type_name == "openpangu";
   const bool interleaved = keys.boolean("mrope_interleaved").value_or(false);
@@ -1098,14 +1104,33 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 " pairs (their sum)");
   }
   const config_value* section = xs ? nullptr : ms;
+  if (video_rope && (xs || ernie || pangu))
+    detail::scaling_error("video_rope", "true",
+                          "(sglang's switch to Bailing's M-RoPE order) conflicts with " +
+                              std::string(xs ? "XD-RoPE's sections"
+                                          : ernie ? "ERNIE-4.5-VL's order"
+                                                  : "openPangu's order") +
+                              " (model_type \"" + cfg.model_type + "\")");
+  if (video_rope && section) bailing = true;
+  const std::string bailing_why =
+      lower_starts("bailing") ? "model_type " + cfg.model_type : std::string("video_rope true");
   if (bailing && section && type_name != "default")
     detail::scaling_error(type_key ? type_key : "rope_type", "\"" + type_name + "\"",
-                          "must be default for model_type " + cfg.model_type +
+                          "must be default for " + bailing_why +
                               " with mrope_section (vLLM's Bailing M-RoPE raises for any other)");
   if (bailing && section && interleaved)
     detail::scaling_error("mrope_interleaved", "true",
-                          "does not apply to model_type " + cfg.model_type +
+                          "does not apply to " + bailing_why +
                               " (Bailing alternates height and width)");
+  // A factor beside Bailing's sections under rope_type default: sglang's Bailing M-RoPE runs
+  // YaRN by it (its config classes rewrite rope_type to default and keep the yarn keys), vLLM
+  // and HF's default ignore it. Neither reading is the other's: refused rather than guessed.
+  if (bailing && section)
+    if (const std::optional<double> f = keys.number("factor"); f && *f > 1.0)
+      detail::scaling_error("factor", detail::format_double(*f),
+                            "with Bailing's M-RoPE (" + bailing_why +
+                                ") and rope_type default is read two ways (sglang runs YaRN by "
+                                "it, vLLM ignores it): not supported; remove it or set 1");
   if (!xs && !section && from_f.empty() &&
       (type_name == "mrope" || type_name == "openpangu" || interleaved || ernie))
     detail::raise(error_kind::invalid_argument,
@@ -1145,7 +1170,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       detail::scaling_error(
           "mrope_section", text,
           ernie || bailing
-              ? std::string("must be [") + order + "] (model_type " + cfg.model_type +
+              ? std::string("must be [") + order + "] (" +
+                    (ernie ? "model_type " + cfg.model_type : bailing_why) +
                     ") with height == width" + (ernie ? ", temporal > 0" : "") +
                     " and a sum of rotary_dim / 2 = " + std::to_string(rotary_dim / 2) + " pairs"
               : "must assign the rotary_dim / 2 = " + std::to_string(rotary_dim / 2) +
