@@ -1,6 +1,7 @@
 // No allocation and no lock in the hot path: this binary replaces the global operator new /
 // delete and wraps malloc, calloc, realloc and pthread_mutex_lock (-Wl,--wrap, see
-// tests/CMakeLists.txt) to count calls, and runs every hot-path entry point between two
+// tests/CMakeLists.txt) to count calls, and runs every hot-path entry point (rope::apply and
+// apply_qk, the slot, M-RoPE and XD-RoPE forms, rerotate and shift_positions) between two
 // readings of the counters. Positive controls (a table build, a cache lookup) prove the
 // counters see what they should.
 #include <gtest/gtest.h>
@@ -118,7 +119,8 @@ counts now() {
 template <class T>
 void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, std::vector<T>& out,
                const std::vector<std::int32_t>& p32, const std::vector<std::int64_t>& p64,
-               const std::vector<std::int64_t>& p_row, int& failures) {
+               const std::vector<std::int64_t>& p_row, const rope::frequencies& from,
+               const rope::frequencies& to, int& failures) {
   constexpr std::ptrdiff_t Tn = 8, Hq = 4, Hk = 2, D = 128;
   auto ok = [&](rope::status s) { failures += s != rope::status::ok; };
   for (rope::direction dir : {rope::direction::forward, rope::direction::inverse}) {
@@ -148,7 +150,27 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
                             p64.data(), p64.data(), dir));
     ok(rope::apply_mrope<T>(tab, sec, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(),
                             p_row.data(), p64.data(), dir));
+    ok(rope::apply_qk_mrope<T>(tab, sec, rope::packed_heads(q.data(), Tn, Hq, D),
+                               rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), p_row.data(),
+                               p64.data(), dir));
+    // XD-RoPE: four streams (sequence position, column, row, image index).
+    const rope::xdrope_sections xsec{16, 16, 16, 16};
+    ok(rope::apply_xdrope<T>(tab, xsec, rope::packed_heads<const T>(q.data(), Tn, Hq, D),
+                             rope::packed_heads(out.data(), Tn, Hq, D), p64.data(), p_row.data(),
+                             p64.data(), p_row.data(), dir));
+    ok(rope::apply_qk_xdrope<T>(tab, xsec, rope::packed_heads(q.data(), Tn, Hq, D),
+                                rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), p_row.data(),
+                                p_row.data(), p64.data(), dir));
   }
+  // Cached keys moved to other frequencies, and shifted by a context shift (the angles are
+  // computed per position, not read from a table).
+  const rope::layout l = tab.layout();
+  ok(rope::rerotate<T>(from, to, l, rope::packed_heads(k.data(), Tn, Hk, D), p64.data()));
+  ok(rope::rerotate<T>(from, to, l, rope::packed_heads<const T>(k.data(), Tn, Hk, D),
+                       rope::packed_heads(out.data(), Tn, Hk, D), p32.data()));
+  ok(rope::shift_positions<T>(from, l, rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), -3));
+  ok(rope::shift_positions<T>(to, l, rope::packed_heads<const T>(k.data(), Tn, Hk, D),
+                              rope::packed_heads(out.data(), Tn, Hk, D), p32.data(), 5));
   // Errors take no allocation or lock either.
   const std::int64_t bad = tab.length();
   failures += rope::apply<T>(tab, bad, q.data()) != rope::status::position_out_of_range;
@@ -179,9 +201,12 @@ void expect_no_alloc_no_lock(rope::layout l, rope::table_mode mode, std::int64_t
     p32[t] = static_cast<std::int32_t>(p64[t]);
   }
   const std::vector<std::int64_t> p_row = {7, 6, 5, 4, 3, 2, 1, 0};
+  const rope::frequencies from = rope::default_frequencies(s);
+  rope::frequencies to = from;  // a linear factor of 2
+  for (double& w : to.inv_freq) w *= 0.5;
   int failures = 0;
   const counts before = now();
-  hot_calls(*tab, q, k, out, p32, p64, p_row, failures);
+  hot_calls(*tab, q, k, out, p32, p64, p_row, from, to, failures);
   const counts after = now();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(after.news - before.news, 0) << "operator new in the hot path";

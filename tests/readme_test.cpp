@@ -94,7 +94,8 @@ const rope::spec spec = rope::make_spec(/*head_dim=*/128, /*rotary_dim=*/128, /*
 // 2. Cold path, once: a cached, shared, immutable cos/sin table (float for float models,
 //    double for double). Thread safe; asking for more positions later grows it without
 //    invalidating handles other threads hold. It covers at least the positions asked for
-//    (a grown table at least twice the last length): tab->length() says how many.
+//    (a grown table twice the last length where that fits: 2^32 positions, and a dense
+//    table's max_dense_table_bytes): tab->length() says how many.
 std::shared_ptr<const rope::table<float>> tab = rope::get_table<float>(spec, /*positions=*/32768);
 
 // 3. Hot path, every token and layer: noexcept, no allocation, no lock.
