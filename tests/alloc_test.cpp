@@ -1,8 +1,8 @@
 // No allocation and no lock in the hot path: this binary replaces the global operator new /
 // delete and wraps malloc, calloc, realloc and pthread_mutex_lock (-Wl,--wrap, see
-// tests/CMakeLists.txt) to count calls, and runs every hot-path entry point (rope::apply and
-// apply_qk, the slot, M-RoPE and XD-RoPE forms, rerotate and shift_positions) between two
-// readings of the counters. Positive controls (a table build, a cache lookup) prove the
+// tests/CMakeLists.txt) to count calls, and runs every hot-path entry point of rope.hpp
+// (rope::apply and apply_qk, the slot, M-RoPE and XD-RoPE forms, rerotate and shift_positions;
+// the Eigen overloads forward to them) between two readings of the counters. Positive controls (a table build, a cache lookup) prove the
 // counters see what they should.
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -133,6 +133,8 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
                          rope::packed_heads(k.data(), Tn, Hk, D), p32.data(), dir));
     ok(rope::apply_qk<T, 128>(tab, rope::packed_heads(q.data(), Tn, Hq, D),
                               rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), dir));
+    ok(rope::apply<T>(tab, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(), dir,
+                      rope::rounding::fast));
     ok(rope::apply<T>(tab, p64[3], q.data(), dir));
     ok(rope::apply<T>(tab, p64[5], q.data(), out.data(), D, dir));
     // Keys into cache slots (out as a cache of 16 slots of Hk heads), with q in the same call.
@@ -153,6 +155,12 @@ void hot_calls(const rope::table<T>& tab, std::vector<T>& q, std::vector<T>& k, 
     ok(rope::apply_qk_mrope<T>(tab, sec, rope::packed_heads(q.data(), Tn, Hq, D),
                                rope::packed_heads(k.data(), Tn, Hk, D), p64.data(), p_row.data(),
                                p64.data(), dir));
+    // Pair-by-pair orders build their stream map per call (ERNIE's / Bailing's alternation,
+    // Qwen3-VL's interleaving), on the stack.
+    for (const rope::mrope_sections& each : {rope::mrope_sections{8, 28, 28, false, true},
+                                             rope::mrope_sections{22, 21, 21, true}})
+      ok(rope::apply_mrope<T>(tab, each, rope::packed_heads(q.data(), Tn, Hq, D), p64.data(),
+                              p_row.data(), p64.data(), dir));
     // XD-RoPE: four streams (sequence position, column, row, image index).
     const rope::xdrope_sections xsec{16, 16, 16, 16};
     ok(rope::apply_xdrope<T>(tab, xsec, rope::packed_heads<const T>(q.data(), Tn, Hq, D),

@@ -862,30 +862,43 @@ TEST(Mrope, FromConfigReadsBailingAndOpenPangu) {
         << type;
   }
   bailing.rope_scaling = {{"video_rope", true}, {"factor", 0.5}};  // no sections: plain RoPE
-  EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).mrope.temporal, 0);
+  for (const char* type : {"", "openpangu_vl"}) {  // (ignored, as sglang does)
+    bailing.model_type = type;
+    EXPECT_EQ(rope::from_config(bailing, rope::layout::interleaved).mrope.temporal, 0) << type;
+  }
+  bailing.model_type = "openpangu_vl";  // consecutive sections (no mrope_interleaved): Bailing's
+  bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", true}};
+  EXPECT_TRUE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
+  bailing.model_type = "";
   bailing.rope_scaling = {{"partial_rotary_factor", 0.5},  // a factor sglang ignores (<= 1)
                           {"mrope_section", {8, 12, 12}},
                           {"video_rope", true},
                           {"factor", 1.0}};
   EXPECT_TRUE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
 #if ROPE_HAS_EXCEPTIONS
-  // A factor > 1 under rope_type default: sglang's Bailing runs YaRN by it, vLLM ignores it.
-  for (const char* type : {"bailing_moe_v3_vl", "qwen2_vl"}) {
-    bailing.model_type = type;
-    bailing.rope_scaling["factor"] = 4.0;
-    expect_refused_naming(bailing, rope::layout::interleaved, "factor=4 with Bailing's M-RoPE");
-  }
+  // A factor > 1 under rope_type default: sglang's Bailing runs YaRN by it, vLLM ignores it;
+  // refused whether the model_type or video_rope chose Bailing's order, naming which.
+  bailing.rope_scaling["factor"] = 4.0;
+  bailing.model_type = "qwen2_vl";
+  expect_refused_naming(bailing, rope::layout::interleaved,
+                        "factor=4 with Bailing's M-RoPE (video_rope true)");
+  bailing.rope_scaling.erase("video_rope");
+  EXPECT_FALSE(rope::from_config(bailing, rope::layout::interleaved).mrope.hw_alternating);
+  bailing.model_type = "bailing_moe_v3_vl";
+  expect_refused_naming(bailing, rope::layout::interleaved,
+                        "factor=4 with Bailing's M-RoPE (model_type bailing_moe_v3_vl)");
   bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", 1.0}};  // not a bool
   expect_refused_naming(bailing, rope::layout::interleaved, "video_rope");
   bailing.rope_scaling = {{"mrope_section", {8, 12, 12}},  // two orders
                           {"video_rope", true},
                           {"mrope_interleaved", true}};
   expect_refused_naming(bailing, rope::layout::interleaved, "mrope_interleaved");
-  for (const char* type : {"ernie4_5_vl_moe", "openpangu_vl"}) {
-    bailing.model_type = type;
-    bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", true}};
-    expect_refused_naming(bailing, rope::layout::interleaved, "video_rope=true");
-  }
+  bailing.model_type = "ernie4_5_vl_moe";
+  bailing.rope_scaling = {{"mrope_section", {8, 12, 12}}, {"video_rope", true}};
+  expect_refused_naming(bailing, rope::layout::interleaved, "video_rope=true");
+  bailing.model_type = "openpangu_vl";  // openPangu's balanced order: two orders
+  bailing.rope_scaling["mrope_interleaved"] = true;
+  expect_refused_naming(bailing, rope::layout::interleaved, "mrope_interleaved=true");
   bailing.model_type = "hunyuan_vl";
   bailing.rope_scaling = {{"xdrope_section", {8, 8, 8, 8}}, {"video_rope", true}};
   expect_refused_naming(bailing, rope::layout::interleaved, "video_rope=true");
@@ -895,7 +908,8 @@ TEST(Mrope, FromConfigReadsBailingAndOpenPangu) {
                           {"original_max_position_embeddings", 4096},
                           {"mrope_section", {8, 12, 12}},
                           {"video_rope", true}};
-  expect_refused_naming(bailing, rope::layout::interleaved, "must be default for video_rope");
+  expect_refused_naming(bailing, rope::layout::interleaved,
+                        "must be default for video_rope true with mrope_section (sglang");
   bailing.model_type = "bailing_moe_v3_vl";
   for (const auto& bad : std::vector<std::map<std::string, rope::config_value>>{
            {{"mrope_section", {8, 14, 10}}},  // height != width

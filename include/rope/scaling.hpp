@@ -722,8 +722,9 @@ struct model_config {
   /// default (HF raises for any other). A model_type starting with "bailing" (Ling / Ring
   /// and their VL models) reads mrope_section as [temporal, height, width], height and width
   /// alternating, with rope_type default (vLLM's Bailing M-RoPE; so does `video_rope: true`
-  /// beside mrope_section with any model_type, sglang's switch; a `factor` > 1 there is
-  /// refused: sglang runs YaRN by it, vLLM ignores it); one starting with
+  /// beside mrope_section with any other model_type, sglang's switch, but ERNIE-4.5-VL's,
+  /// where it is refused; a `factor` > 1 there is refused: sglang runs YaRN by it, vLLM
+  /// ignores it); one starting with
   /// "openpangu" or "pangu" reads mrope_interleaved as openPangu's balanced order
   /// (mrope_sections::balanced), as does rope_type "openpangu" (vLLM's name for it) with any
   /// model_type. The bailing, openpangu and pangu prefixes match in any case (PanguEmbedded).
@@ -874,7 +875,8 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
 /// does not read or fails on and a factor that disagrees with max_position_embeddings / M0;
 /// M-RoPE sections that do not fit their order (naming mrope_section), a Bailing M-RoPE config
-/// with a rope_type other than default or with mrope_interleaved.
+/// with a rope_type other than default, with mrope_interleaved or with a factor > 1, and
+/// video_rope true beside XD-RoPE's sections or ERNIE-4.5-VL's order.
 /// proportional's factor defaults to 1. type xdrope (HunyuanOCR) reads as dynamic, and its
 /// four xdrope_section counts into scaled_spec::xdrope.
 inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
@@ -994,7 +996,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   std::string lower = type;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto lower_starts = [&](const char* prefix) { return lower.rfind(prefix, 0) == 0; };
-  bool bailing = lower_starts("bailing") && !ends("_vision");
+  const bool bailing_type = lower_starts("bailing") && !ends("_vision");
+  bool bailing = bailing_type;
   // sglang's get_rope picks Bailing's M-RoPE by `video_rope: true` beside mrope_section, under
   // any model_type (its Bailing VL config classes add the key; vLLM has no such key and picks
   // Bailing's class by architecture): read so here too, never as Qwen's order.
@@ -1104,20 +1107,23 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                 " pairs (their sum)");
   }
   const config_value* section = xs ? nullptr : ms;
-  if (video_rope && (xs || ernie || pangu))
+  // Beside another model's own order (ERNIE-4.5-VL's, XD-RoPE's sections) it is refused; beside
+  // openPangu's mrope_interleaved, as any mrope_interleaved, below.
+  if (video_rope && (xs || (section && ernie)))
     detail::scaling_error("video_rope", "true",
                           "(sglang's switch to Bailing's M-RoPE order) conflicts with " +
-                              std::string(xs ? "XD-RoPE's sections"
-                                          : ernie ? "ERNIE-4.5-VL's order"
-                                                  : "openPangu's order") +
+                              std::string(xs ? "XD-RoPE's sections" : "ERNIE-4.5-VL's order") +
                               " (model_type \"" + cfg.model_type + "\")");
   if (video_rope && section) bailing = true;
   const std::string bailing_why =
-      lower_starts("bailing") ? "model_type " + cfg.model_type : std::string("video_rope true");
+      bailing_type ? "model_type " + cfg.model_type : std::string("video_rope true");
   if (bailing && section && type_name != "default")
     detail::scaling_error(type_key ? type_key : "rope_type", "\"" + type_name + "\"",
-                          "must be default for " + bailing_why +
-                              " with mrope_section (vLLM's Bailing M-RoPE raises for any other)");
+                          "must be default for " + bailing_why + " with mrope_section (" +
+                              (bailing_type ? "vLLM's Bailing M-RoPE raises for any other"
+                                            : "sglang runs Bailing's M-RoPE with YaRN under "
+                                              "yarn: not supported") +
+                              ")");
   if (bailing && section && interleaved)
     detail::scaling_error("mrope_interleaved", "true",
                           "does not apply to " + bailing_why +
