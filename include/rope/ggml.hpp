@@ -34,8 +34,9 @@
 // has no s <= 1 clamp; max(0.001, hi - lo) instead of HF's hi + 0.001 where hi == lo (the same
 // ramp there) and instead of a negative denominator where hi < lo (r_j then 0 for j <= lo and 1
 // above: every pair extrapolated, m_j = ext_factor, when lo is past the last pair; pair 0 alone
-// when hi < 0 = lo). With ext_factor = 1, attn_factor = 1 and no factors,
-// freq_scale = 1/s gives HF's yarn(s) frequencies and attention factor; with ext_factor = 0,
+// when hi < 0 = lo). With ext_factor = 1, attn_factor = 1 and no factors, freq_scale = 1/s
+// gives HF's yarn(s) frequencies (with truncate: ggml always floors and ceils the ramp's ends,
+// so gpt-oss's truncate false is not llama.cpp's) and attention factor; with ext_factor = 0,
 // linear(s); Llama 3.1's band factors (as llama.cpp's converter forms them, in double) and a
 // LongRoPE list as freq_factors give HF's llama3 and longrope frequencies (tests/scaling_test.cpp,
 // Ggml.*).
@@ -48,19 +49,24 @@
 // float32) are errors.
 //
 // Layout: ggml's mode 0 (LLAMA_ROPE_TYPE_NORM: GGUF Llama and others converted from HF with the
-// q/k permutation) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
+// q/k permutation; DeepSeek-2, Command R, ChatGLM / GLM-4 and ERNIE-4.5 are interleaved in HF
+// already) is rope::layout::interleaved; mode 2 (NEOX: Qwen, Phi, Gemma, GPT-NeoX, ...)
 // is rope::layout::half_split; the M-RoPE modes 8 and 40 (Qwen2-VL's sections, Qwen3-VL's
 // interleaved ones) go through rope::apply_mrope with half_split (in mode 40 ggml turns the pairs
-// no section reaches, Qwen3-VL's 61 and 62, by a fourth position that llama.cpp sets to 0 for
-// text; HF and apply_mrope by the temporal one). The vision mode (24) pairs x[i] with
+// no section reaches, Qwen3-VL's 61 and 62, by a fourth position: llama.cpp gives text tokens
+// their one position in all four, as HF and apply_mrope turn them, and image embeddings 0
+// there, where HF and apply_mrope take the temporal one). The vision mode (24) pairs x[i] with
 // x[i + n_dims] and restarts the frequencies per section: not this.
 //
 // The parameters are the values handed to ggml_rope_ext, which llama.cpp derives from the GGUF
 // keys and its context parameters: attn_factor in particular is not a GGUF key's value as is
 // (llama.cpp combines rope.scaling.attn_factor and, for DeepSeek-style YaRN, the mscale keys
-// with ggml's built-in temperature, differently in different versions): pass what the llama.cpp
-// you match passes. ggml takes them as float32: to match its angles, give the float values (a
-// double 1/3 for freq_scale is about 1e-8 relative off float's, an angle off by that much).
+// with ggml's built-in temperature, differently in different versions; since its PR #17945
+// YaRN contexts pass HF's attention factor / (1 + 0.1 ln s): README, "GGUF checkpoints"):
+// pass what the llama.cpp you match passes. beta_fast / beta_slow: the GGUF keys
+// rope.scaling.yarn_beta_fast / yarn_beta_slow where present, else 32 / 1. ggml takes them as
+// float32: to match its angles, give the float values (a double 1/3 for freq_scale is about
+// 1e-8 relative off float's, an angle off by that much).
 #pragma once
 
 #include <algorithm>
