@@ -2,8 +2,8 @@
 // delete and wraps malloc, calloc, realloc and pthread_mutex_lock (-Wl,--wrap, see
 // tests/CMakeLists.txt) to count calls, and runs every hot-path entry point of rope.hpp
 // (rope::apply and apply_qk, the slot, M-RoPE and XD-RoPE forms, rerotate and shift_positions;
-// the Eigen overloads forward to them) between two readings of the counters. Positive controls (a table build, a cache lookup) prove the
-// counters see what they should.
+// the Eigen overloads forward to them) between two readings of the counters. Positive controls
+// (a table build, a cache lookup) prove the counters see what they should.
 #include <gtest/gtest.h>
 #include <pthread.h>
 

@@ -997,7 +997,6 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto lower_starts = [&](const char* prefix) { return lower.rfind(prefix, 0) == 0; };
   const bool bailing_type = lower_starts("bailing") && !ends("_vision");
-  bool bailing = bailing_type;
   // sglang's get_rope picks Bailing's M-RoPE by `video_rope: true` beside mrope_section, under
   // any model_type (its Bailing VL config classes add the key; vLLM has no such key and picks
   // Bailing's class by architecture): read so here too, never as Qwen's order.
@@ -1114,7 +1113,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           "(sglang's switch to Bailing's M-RoPE order) conflicts with " +
                               std::string(xs ? "XD-RoPE's sections" : "ERNIE-4.5-VL's order") +
                               " (model_type \"" + cfg.model_type + "\")");
-  if (video_rope && section) bailing = true;
+  const bool bailing = bailing_type || (video_rope && section);
   const std::string bailing_why =
       bailing_type ? "model_type " + cfg.model_type : std::string("video_rope true");
   if (bailing && section && type_name != "default")
