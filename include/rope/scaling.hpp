@@ -635,7 +635,8 @@ std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, s
 /// One value of a `rope_scaling` / `rope_parameters` entry as the engine's JSON parser gives
 /// it: a number, a list of numbers, a bool, a string (rope_type) or null. A null counts as an
 /// absent key (HF reads both as None), except yarn's `factor`, where an explicit null means
-/// max_position_embeddings / original_max_position_embeddings (HF main).
+/// max_position_embeddings / original_max_position_embeddings (HF main), and `rope_theta`,
+/// where it means no RoPE (from_config refuses it).
 class config_value {
  public:
   enum class kind : unsigned char { number, list, boolean, text, null };
@@ -863,8 +864,9 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn, llama3 and
 /// longrope M0 defaults to max_position_embeddings; the longrope factor defaults to
 /// max_position_embeddings / M0, and so does a yarn factor given as null; a top-level
-/// original_max_position_embeddings takes priority over the rope_scaling key; any other null is
-/// an absent key. The layout is not in the config: name it.
+/// original_max_position_embeddings takes priority over the rope_scaling key; a null rope_theta
+/// is refused (no RoPE: OLMo Hybrid); any other null is an absent key. The layout is not in the
+/// config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
 /// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
@@ -906,7 +908,13 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   const bool telechat3 = type_name == "telechat3-yarn";
   const detail::scaling_keys keys(m, telechat3 ? "telechat3-yarn" : to_string(sc.type));
 
-  // The spec.
+  // The spec. An explicit null rope_theta is no RoPE, not a default base: HF v5 keeps it
+  // (setdefault), OLMo Hybrid then builds no rotary embedding and other models fail in their
+  // init, so rotating by cfg.rope_theta would be wrong for every reader.
+  if (keys.is_null("rope_theta"))
+    detail::scaling_error("rope_theta", "null",
+                          "means the model has no RoPE (OLMo Hybrid builds no rotary embedding "
+                          "then; HF's other models fail): do not rotate its queries and keys");
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
   if (!(theta > 1.0) || !detail::finite(theta))
     detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
