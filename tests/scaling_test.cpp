@@ -494,6 +494,31 @@ TEST(FromConfig, ResolvesDefaultsAsHfDoes) {
   EXPECT_EQ(fn.attention_factor, fe.attention_factor);
   EXPECT_NE(fn.inv_freq, rope::default_frequencies(m.spec).inv_freq);
 
+  // yarn's truncate null does not truncate (HF: `if truncate:` on the null), as false does; a
+  // null M0 in the map is replaced by the top-level field (HF's standardisation), not refused.
+  {
+    rope::model_config t = explicit_cfg;
+    t.rope_scaling["beta_fast"] = 30.5;  // ends off the integers, so truncation changes w_j
+    t.rope_scaling["truncate"] = nullptr;
+    rope::model_config f = t;
+    f.rope_scaling["truncate"] = false;
+    rope::model_config on = t;
+    on.rope_scaling.erase("truncate");
+    const rope::scaled_spec mt = rope::from_config(t, rope::layout::half_split);
+    EXPECT_FALSE(mt.scaling.truncate);
+    const auto freq = [](const rope::scaled_spec& x) {
+      return rope::compute_frequencies(x.spec, x.scaling, 0).frequencies.inv_freq;
+    };
+    EXPECT_EQ(freq(mt), freq(rope::from_config(f, rope::layout::half_split)));
+    EXPECT_NE(freq(mt), freq(rope::from_config(on, rope::layout::half_split)));
+    rope::model_config top = explicit_cfg;
+    top.rope_scaling["original_max_position_embeddings"] = nullptr;
+    top.original_max_position_embeddings = 4096;
+    const rope::scaled_spec mo = rope::from_config(top, rope::layout::half_split);
+    EXPECT_EQ(mo.scaling.original_max_position_embeddings, 4096);
+    EXPECT_EQ(freq(mo), fe.inv_freq);
+  }
+
   // Phi-3 style longrope: top-level original_max_position_embeddings, factor from the ratio,
   // partial rotary factor.
   cfg = rope::model_config{};
@@ -1225,6 +1250,33 @@ TEST(FromConfig, EveryInvalidConfigIsAnErrorNamingTheKey) {
       {"rope_theta null: no RoPE (OLMo Hybrid), not the top-level base",
        {{"rope_type", "default"}, {"rope_theta", nullptr}},
        "rope_theta=null means the model has no RoPE"},
+      // Other nulls HF fails on rather than reading as absent.
+      {"partial_rotary_factor null (HF's .get returns it)",
+       {{"rope_type", "default"}, {"partial_rotary_factor", nullptr}},
+       "partial_rotary_factor=null"},
+      {"mrope_section null (HF and vLLM test for the key)",
+       {{"rope_type", "default"}, {"mrope_section", nullptr}},
+       "mrope_section=null"},
+      {"yarn M0 null without the top-level field",
+       {{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", nullptr}},
+       "original_max_position_embeddings=null"},
+      {"llama3 M0 null without the top-level field",
+       {{"rope_type", "llama3"},
+        {"factor", 8},
+        {"low_freq_factor", 1},
+        {"high_freq_factor", 4},
+        {"original_max_position_embeddings", nullptr}},
+       "original_max_position_embeddings=null"},
+      {"longrope M0 null without the top-level field",
+       {{"rope_type", "longrope"},
+        {"short_factor", ok64},
+        {"long_factor", ok64},
+        {"factor", 4},
+        {"original_max_position_embeddings", nullptr}},
+       "original_max_position_embeddings=null"},
+      {"proportional factor null (HF's .get returns it)",
+       {{"rope_type", "proportional"}, {"factor", nullptr}},
+       "factor=null"},
       {"yarn without factor, M0 or max_position_embeddings",
        {{"rope_type", "yarn"}},
        "missing required key factor",
@@ -1405,7 +1457,7 @@ TEST(FromConfig, TeleChat3YarnRefusesWhatVllmDoesNotRead) {
       {"mscale", 1.0},         {"mscale_all_dim", 1.0},      {"attention_factor", 1.0},
       {"truncate", false},     {"extrapolation_factor", 2.0}, {"attn_factor", 0.0},
       {"attn_factor", -1.0},   {"beta_fast", 0.0},            {"beta_slow", 0.0},
-      {"factor", nullptr}};
+      {"factor", nullptr},     {"truncate", nullptr}};
   for (const auto& [key, value] : extra) {
     rope::model_config c = base();
     c.rope_scaling[key] = value;

@@ -634,9 +634,12 @@ std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, s
 
 /// One value of a `rope_scaling` / `rope_parameters` entry as the engine's JSON parser gives
 /// it: a number, a list of numbers, a bool, a string (rope_type) or null. A null counts as an
-/// absent key (HF reads both as None), except yarn's `factor`, where an explicit null means
-/// max_position_embeddings / original_max_position_embeddings (HF main), and `rope_theta`,
-/// where it means no RoPE (from_config refuses it).
+/// absent key where HF reads both the same way (`.get(key) or default`, `is None` tests). Where
+/// it does not, from_config follows HF: yarn's `factor` null means max_position_embeddings /
+/// original_max_position_embeddings (HF main), yarn's `truncate` null means false (`if
+/// truncate:`), and a null rope_theta (no RoPE: OLMo Hybrid), partial_rotary_factor,
+/// mrope_section, original_max_position_embeddings (without the top-level field), rope_type and
+/// proportional's factor are refused (HF fails on them, or builds no rotary embedding).
 class config_value {
  public:
   enum class kind : unsigned char { number, list, boolean, text, null };
@@ -864,12 +867,12 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// mean 32/1 and mscale/mscale_all_dim 0 mean unset (HF's falsy test); yarn, llama3 and
 /// longrope M0 defaults to max_position_embeddings; the longrope factor defaults to
 /// max_position_embeddings / M0, and so does a yarn factor given as null; a top-level
-/// original_max_position_embeddings takes priority over the rope_scaling key; a null rope_theta
-/// is refused (no RoPE: OLMo Hybrid); any other null is an absent key. The layout is not in the
-/// config: name it.
+/// original_max_position_embeddings takes priority over the rope_scaling key; nulls as
+/// config_value says (most read as absent; some refused, yarn's truncate false). The layout is
+/// not in the config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
-/// value of the wrong kind, NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
+/// value of the wrong kind, a null HF fails on (config_value), NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
 /// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
 /// <= 0, rotary_dim < 4 for ntk/dynamic, a proportional partial_rotary_factor that rotates no
 /// pair, a partial_rotary_factor beside qk_rope_head_dim that is not qk_rope_head_dim /
@@ -916,6 +919,18 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           "means the model has no RoPE (OLMo Hybrid builds no rotary embedding "
                           "then; HF's other models fail): do not rotate its queries and keys");
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
+  // Two more keys whose null HF does not read as absent: partial_rotary_factor (every rope
+  // function reads .get("partial_rotary_factor", 1.0), which returns the null, and fails; some
+  // v5 versions replace it by a top-level value first) and mrope_section (HF, vLLM and sglang
+  // test `"mrope_section" in ...`, take the config as M-RoPE, then have no sections).
+  if (keys.is_null("partial_rotary_factor"))
+    detail::scaling_error("partial_rotary_factor", "null",
+                          "is not a share of the head (HF reads the null and fails): give a "
+                          "number, or leave the key out to use model_config::partial_rotary_factor");
+  if (keys.is_null("mrope_section"))
+    detail::scaling_error("mrope_section", "null",
+                          "makes the config M-RoPE without sections (HF, vLLM and sglang test for "
+                          "the key, then fail): give the counts, or leave the key out");
   if (!(theta > 1.0) || !detail::finite(theta))
     detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
   if (cfg.qk_rope_head_dim < 0)
@@ -1226,6 +1241,13 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
   // M0 (yarn, llama3, longrope): top-level, else the key, else max_position_embeddings.
   auto resolve_m0 = [&]() -> std::int64_t {
     if (cfg.original_max_position_embeddings > 0) return cfg.original_max_position_embeddings;
+    // A null key is not absent: HF's standardisation keeps it (setdefault; only a top-level
+    // value replaces it) and the rope function fails on it.
+    if (keys.is_null("original_max_position_embeddings"))
+      detail::scaling_error("original_max_position_embeddings", "null",
+                            std::string("is not read as absent (rope_type ") + to_string(sc.type) +
+                                ": HF keeps the null and fails): give M0, or leave the key out "
+                                "for max_position_embeddings");
     if (auto v = keys.length("original_max_position_embeddings")) return *v;
     if (cfg.max_position_embeddings > 0) return cfg.max_position_embeddings;
     detail::raise(error_kind::invalid_argument,
@@ -1304,7 +1326,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
       const double bs = keys.number("beta_slow").value_or(0.0);
       sc.beta_fast = bf != 0.0 ? bf : 32.0;  // HF: `value or default`
       sc.beta_slow = bs != 0.0 ? bs : 1.0;
-      sc.truncate = keys.boolean("truncate").value_or(true);
+      // HF: `if truncate:` on .get("truncate", True), so a null does not truncate (as false).
+      sc.truncate = keys.is_null("truncate") ? false : keys.boolean("truncate").value_or(true);
       sc.mscale = keys.number("mscale").value_or(0.0);
       sc.mscale_all_dim = keys.number("mscale_all_dim").value_or(0.0);
       sc.attention_factor = keys.number("attention_factor");
@@ -1334,7 +1357,7 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                                   "must be > 0 (telechat3-yarn: vLLM divides by it; HF's yarn "
                                   "reads 0 as the default)");
         if (!sc.truncate)
-          detail::scaling_error("truncate", "false",
+          detail::scaling_error("truncate", keys.is_null("truncate") ? "null" : "false",
                                 "is not read by rope_type telechat3-yarn (vLLM always truncates "
                                 "the correction range)");
         if (auto e = keys.number("extrapolation_factor"); e && *e != 1.0)
@@ -1393,7 +1416,11 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                               "head_dim " +
                                   std::to_string(head_dim) + "): at least one must rotate");
       sc.rotated_pairs = static_cast<int>(k);
-      sc.factor = keys.number("factor").value_or(1.0);  // HF: .get("factor", 1.0)
+      // HF: .get("factor", 1.0), which returns a null (then `inv_freq /= None` fails).
+      if (keys.is_null("factor"))
+        detail::scaling_error("factor", "null",
+                              "must be a number (proportional; leave the key out for 1)");
+      sc.factor = keys.number("factor").value_or(1.0);
       break;
     }
   }
