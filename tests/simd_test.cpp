@@ -24,6 +24,20 @@
 #include "test_scale.hpp"
 
 namespace {
+// A storage type with its own traits and no storage format: rope runs it on the scalar path.
+struct boxed_float {
+  float v;
+};
+}  // namespace
+
+template <>
+struct rope::storage_traits<boxed_float> {
+  using compute_type = float;
+  static float load(boxed_float x) noexcept { return x.v; }
+  static boxed_float store(float x) noexcept { return {x}; }
+};
+
+namespace {
 
 using rope_test::fill_twins;
 using rope_test::guarded;
@@ -464,7 +478,21 @@ TEST(Dispatch, FixedPathClassifiesForceIsaRequests) {
 }
 
 TEST(Dispatch, ForcedPathRunsAndGivesTheSameBits) {
-  std::vector<float> reference;
+  // The reference: the scalar specification run directly on path_of_one_apply's call, so that a
+  // build with one path (compile-time dispatch) compares it with something other than itself.
+  std::vector<float> x0(2 * 4 * 128);
+  for (std::size_t k = 0; k < x0.size(); ++k) x0[k] = std::sin(static_cast<float>(k));
+  std::vector<float> reference = x0;
+  {
+    auto tab = rope::get_table<float>(rope::make_spec(128, 128, 1e4, rope::layout::half_split), 64);
+    const std::int32_t pos[2] = {5, 63};
+    rope::detail::run_with<rope::detail::scalar_kernels, rope::dynamic>(
+        *tab,
+        rope::detail::job<float, float, std::int32_t>{reference.data(), reference.data(), 2, 4,
+                                                      4 * 128, 128, 4 * 128, 128, 128, pos, false},
+        rope::direction::forward, rope::rounding::accurate);
+    ASSERT_NE(0, std::memcmp(x0.data(), reference.data(), x0.size() * sizeof(float)));
+  }
   int paths = 0;
   for (rope::isa i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
     const bool ok = rope::force_isa(i);
@@ -475,10 +503,8 @@ TEST(Dispatch, ForcedPathRunsAndGivesTheSameBits) {
 #endif
     if (!ok) continue;
     EXPECT_EQ(rope::active_isa(), i);
-    std::vector<float> x(2 * 4 * 128);
-    for (std::size_t k = 0; k < x.size(); ++k) x[k] = std::sin(static_cast<float>(k));
+    std::vector<float> x = x0;
     EXPECT_EQ(path_of_one_apply(x), i) << "forced " << rope::to_string(i);
-    if (reference.empty()) reference = x;
     EXPECT_EQ(0, std::memcmp(x.data(), reference.data(), x.size() * sizeof(float))) << rope::to_string(i);
     ++paths;
   }
@@ -494,7 +520,9 @@ TEST(Dispatch, PathTheCpuLacksIsRefused) {
   EXPECT_FALSE(rope::force_isa(rope::isa::avx2));
 #endif
   EXPECT_EQ(rope::active_isa(), before);
-  EXPECT_EQ(calls(rope::isa::neon) + 0, calls(rope::isa::neon));
+  // The refused request changed nothing: the next call still runs on the path before it.
+  std::vector<float> x(2 * 4 * 128, 0.5f);
+  EXPECT_EQ(path_of_one_apply(x), before);
 }
 
 // rope::apply with Dim = rope::dynamic: rotary dims in ROPE_DYNAMIC_DIMS (64, 80, 96, 128, 256 by
@@ -564,14 +592,23 @@ TEST(Dispatch, DynamicDimGivesTheSpecificationsBits) {
 }
 
 TEST(Dispatch, UserTypeWithoutFormatRunsScalar) {
-  // double in, double out is vectorised; a TOut of another compute type is not: the scalar
-  // path runs whatever is forced.
-  auto tab = rope::get_table<double>(rope::make_spec(64, 64, 1e4, rope::layout::interleaved), 8);
-  std::vector<double> x(64, 0.25);
+  // A storage type whose traits name no format (boxed_float below) runs the scalar path on
+  // every active path; double, which has one, runs the active path.
+  auto tab = rope::get_table<float>(rope::make_spec(64, 64, 1e4, rope::layout::interleaved), 8);
+  std::vector<boxed_float> x(64, boxed_float{0.25f});
   const unsigned long s0 = calls(rope::isa::scalar);
-  ASSERT_EQ(rope::apply<double>(*tab, 3, x.data()), rope::status::ok);
-  if (rope::active_isa() == rope::isa::scalar) EXPECT_EQ(calls(rope::isa::scalar), s0 + 1);
-  else EXPECT_EQ(calls(rope::isa::scalar), s0);
+  const rope::isa active = rope::active_isa();
+  const unsigned long a0 = calls(active);
+  ASSERT_EQ(rope::apply<boxed_float>(*tab, 3, x.data()), rope::status::ok);
+  EXPECT_EQ(calls(rope::isa::scalar), s0 + 1) << "active " << rope::to_string(active);
+  if (active != rope::isa::scalar) {
+    EXPECT_EQ(calls(active), a0);
+  }
+  auto dtab = rope::get_table<double>(rope::make_spec(64, 64, 1e4, rope::layout::interleaved), 8);
+  std::vector<double> y(64, 0.25);
+  const unsigned long d0 = calls(active);
+  ASSERT_EQ(rope::apply<double>(*dtab, 3, y.data()), rope::status::ok);
+  EXPECT_EQ(calls(active), d0 + 1) << "double on " << rope::to_string(active);
 }
 
 }  // namespace
