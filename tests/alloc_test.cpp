@@ -196,6 +196,10 @@ void expect_no_alloc_no_lock(rope::layout l, rope::table_mode mode, std::int64_t
   EXPECT_GT(after_table.locks, before_table.locks) << "lock counter does not see std::mutex";
   EXPECT_GT(after_table.news, before_table.news)
       << "operator new counter does not see the table build";
+  // This file's operator new takes its memory from malloc, so the --wrap=malloc counter must
+  // see the build too (without this, a link that lost the wrap would count 0 everywhere).
+  EXPECT_GT(after_table.mallocs, before_table.mallocs)
+      << "malloc counter (-Wl,--wrap=malloc) does not see the table build";
 
   std::vector<T> q(8 * 4 * 128), k(8 * 2 * 128), out(q.size());
   for (std::size_t i = 0; i < q.size(); ++i)

@@ -95,6 +95,8 @@ TEST(FastMath, FloatOutputsWithinBound) {
           const std::size_t i1 = l == rope::layout::interleaved ? 2 * j + 1 : j + D / 2;
           const double r = std::hypot(static_cast<double>(x[i0]), static_cast<double>(x[i1]));
           for (std::size_t i : {i0, i1}) {
+            // By its bits: below, a NaN's comparison may be folded (-ffinite-math-only).
+            ASSERT_TRUE(rope_test::finite_bits(y[i])) << "p=" << p << " i=" << i;
             const double e = static_cast<double>(std::fabs(static_cast<ld>(y[i]) - ref[i])) /
                              (0x1p-24 * r);
             worst = std::max(worst, e);
