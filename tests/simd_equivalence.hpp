@@ -517,7 +517,5 @@ void check_gathered_rows() {
 
 }  // namespace rope_test
 
-// Skips the test, naming the path, where this CPU or build cannot run it.
-#define ROPE_SKIP_UNLESS(isa_value)           \
-  if (!rope::detail::cpu_supports(isa_value)) \
-  GTEST_SKIP() << "this CPU (or build target) cannot run " << rope::to_string(isa_value)
+// ROPE_SKIP_UNLESS(path): tests/isa_expectation.hpp.
+#include "isa_expectation.hpp"
