@@ -49,21 +49,28 @@ void exiting_handler(rope::error_kind kind, const char* message) {
   std::_Exit(kHandlerExit);
 }
 
-bool returned_from_handler = false;
-void returning_handler(rope::error_kind, const char*) {
-  returned_from_handler = true;
+// Writes "returned|<message>" to the parent and returns (which a handler must not do).
+void returning_handler(rope::error_kind, const char* message) {
+  const std::string line = std::string("returned|") + message;
+  const ssize_t w = write(handler_pipe, line.data(), line.size());
+  (void)w;
+}
+
+// Sends text to the parent through the handler pipe (a child's marker that it went on).
+void tell_parent(const char* text) {
+  const ssize_t w = write(handler_pipe, text, std::strlen(text));
+  (void)w;
 }
 
 struct child_result {
   int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
-  std::string handler_output;
-  std::string stdout_text;
+  std::string handler_output;  // what the handler (or, with stderr_too, stderr) sent
 };
 
 // Runs body in a child process; collects its exit status and what the handler sent.
 template <class F>
-child_result in_child(F body) {
+child_result in_child(F body, bool stderr_too = false) {
   int fds[2];
   if (pipe(fds) != 0) std::abort();
   std::fflush(stdout);
@@ -72,6 +79,7 @@ child_result in_child(F body) {
   if (pid == 0) {
     close(fds[0]);
     handler_pipe = fds[1];
+    if (stderr_too && dup2(fds[1], 2) < 0) std::_Exit(4);
     body();
     std::_Exit(0);  // the body returned: the error did not stop it
   }
@@ -156,16 +164,24 @@ int main() {
     const child_result r = in_child([] {
       rope::set_error_handler(&returning_handler);
       (void)rope::make_spec(64, 64, -1.0, rope::layout::half_split);
-      std::printf("continued after the error\n");  // must never be reached
+      tell_parent("|continued after the error");  // must never be reached
     });
-    check(r.signal == SIGABRT, "a handler that returns: the process aborts instead of going on");
+    check(r.signal == SIGABRT && contains(r.handler_output, "returned|base=-1") &&
+              !contains(r.handler_output, "continued"),
+          "a handler that returns: it ran (with 'base=-1'), then the process aborts instead of "
+          "going on");
   }
   {
-    const child_result r = in_child([] {
-      // Keep the child's stderr (the default handler's message) out of the test log noise.
-      (void)rope::make_spec(64, 64, 0.5, rope::layout::half_split);
-    });
-    check(r.signal == SIGABRT, "default handler: prints the message and aborts");
+    const child_result r = in_child(
+        [] {
+          // The child's stderr goes to the parent: the default handler's message is checked.
+          (void)rope::make_spec(64, 64, 0.5, rope::layout::half_split);
+          tell_parent("|continued after the error");  // must never be reached
+        },
+        /*stderr_too=*/true);
+    check(r.signal == SIGABRT && contains(r.handler_output, "base=0.5") &&
+              !contains(r.handler_output, "continued"),
+          "default handler: prints the message (with 'base=0.5') on stderr and aborts");
   }
   {
     const child_result r = in_child([] {
