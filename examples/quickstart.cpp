@@ -31,13 +31,14 @@ int main() {
     return static_cast<float>(s);
   };
 
-  // The same score without rope: pair j = (x[j], x[j + 64]) turned by p * w_j, w_j =
-  // 10000^(-2j/128), so <R_m q, R_n k> = sum_j (qa ka + qb kb) cos(d w_j) + (qa kb - qb ka) sin(d w_j)
-  // with d = m - n.
+  // The same score without rope: pair j = (x[j], x[j + 64]) turned by p * w_j, with
+  // w_j = 10000^(-2j/128), so for d = m - n
+  //   <R_m q, R_n k> = sum_j (qa ka + qb kb) cos(d w_j) + (qa kb - qb ka) sin(d w_j).
   auto closed_form = [&](long d) {
     double s = 0;
     for (std::size_t j = 0; j < 64; ++j) {
-      const double w = std::pow(1e4, -2.0 * static_cast<double>(j) / 128.0), a = static_cast<double>(d) * w;
+      const double w = std::pow(1e4, -2.0 * static_cast<double>(j) / 128.0),
+                   a = static_cast<double>(d) * w;
       const double qa = q0[j], qb = q0[j + 64], ka = k0[j], kb = k0[j + 64];
       s += (qa * ka + qb * kb) * std::cos(a) + (qa * kb - qb * ka) * std::sin(a);
     }
@@ -58,7 +59,8 @@ int main() {
     const double want = closed_form(dist);
     for (long n : {0L, 7L, 4096L, 90000L}) {
       const float s = score(n + dist, n);
-      std::printf("%8ld %8ld %8ld %12.6f %12.6f\n", n + dist, n, dist, static_cast<double>(s), want);
+      std::printf("%8ld %8ld %8ld %12.6f %12.6f\n", n + dist, n, dist, static_cast<double>(s),
+                  want);
       ok = ok && std::fabs(static_cast<double>(s) - want) <= tol;
     }
   }
@@ -69,7 +71,8 @@ int main() {
   const rope::status st = rope::apply<float, 128>(*table, 100000, x);
   std::printf("position 100000 in a 100000-position table: %s\n", rope::message(st));
   ok = ok && st == rope::status::position_out_of_range;
-  std::printf(ok ? "OK: equal distances give equal scores, each the closed form's within 8 * 2^-24 |q| |k|\n"
+  std::printf(ok ? "OK: equal distances give equal scores, each the closed form's within 8 * 2^-24 "
+                   "|q| |k|\n"
                  : "FAILED\n");
   return ok ? 0 : 1;
 }

@@ -5,7 +5,8 @@
 # (asimd). scripts/test.sh and .ci/run export it as ROPE_EXPECT_ISA, where a test that would
 # skip a listed path fails instead (tests/isa_expectation.hpp).
 set -euo pipefail
-flags=" $( (grep -m1 -E '^(flags|Features)[[:space:]]*:' /proc/cpuinfo 2>/dev/null || true) | cut -d: -f2-) "
+line=$(grep -m1 -E '^(flags|Features)[[:space:]]*:' /proc/cpuinfo 2>/dev/null || true)
+flags=" ${line#*:} "
 has() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
 paths=scalar
 if has avx fma f16c avx2; then

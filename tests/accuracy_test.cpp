@@ -49,7 +49,8 @@ void check_phase(rope::layout l) {
     const long double ed = accuracy::max_phase_error<T>(*dense, base, dense_positions);
     EXPECT_LE(ed, kBound) << "dense, base " << base << ", " << rope::to_string(l);
     if constexpr (sizeof(R) == 8) {
-      EXPECT_LE(ec, double_bound(positions)) << "compact, base " << base << ", " << rope::to_string(l);
+      EXPECT_LE(ec, double_bound(positions))
+          << "compact, base " << base << ", " << rope::to_string(l);
       EXPECT_LE(ed, double_bound(dense_positions))
           << "dense, base " << base << ", " << rope::to_string(l);
     }

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <rope/isa.hpp>
 #include <string>
 
@@ -39,11 +38,12 @@ inline bool isa_expected(rope::isa i) {
 
 // Skips the test, naming the path, where this CPU or build cannot run it; fails instead where
 // ROPE_EXPECT_ISA says this machine has the path.
-#define ROPE_SKIP_UNLESS(isa_value)                                                          \
-  if (!rope::detail::cpu_supports(isa_value)) {                                              \
-    if (rope_test::isa_expected(isa_value))                                                  \
-      FAIL() << "rope says this CPU cannot run " << rope::to_string(isa_value)               \
-             << ", but ROPE_EXPECT_ISA (from /proc/cpuinfo) names it";                       \
-    GTEST_SKIP() << "this CPU (or build target) cannot run " << rope::to_string(isa_value); \
-  }                                                                                          \
-  static_cast<void>(0)
+#define ROPE_SKIP_UNLESS(isa_value)                                                           \
+  do {                                                                                        \
+    if (!rope::detail::cpu_supports(isa_value)) {                                             \
+      if (rope_test::isa_expected(isa_value))                                                 \
+        FAIL() << "rope says this CPU cannot run " << rope::to_string(isa_value)              \
+               << ", but ROPE_EXPECT_ISA (from /proc/cpuinfo) names it";                      \
+      GTEST_SKIP() << "this CPU (or build target) cannot run " << rope::to_string(isa_value); \
+    }                                                                                         \
+  } while (false)

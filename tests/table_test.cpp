@@ -229,7 +229,8 @@ TEST(Table, DefaultFrequenciesMatchFormula) {
     for (int d : {D, D / 2})
       for (double base : {1e4, 5e5, 1e6, 1e7}) {
         if (d < 2 || d % 2 != 0) continue;
-        const auto f = rope::default_frequencies(rope::make_spec(D, d, base, rope::layout::half_split));
+        const auto f =
+            rope::default_frequencies(rope::make_spec(D, d, base, rope::layout::half_split));
         ASSERT_EQ(f.inv_freq.size(), static_cast<std::size_t>(d / 2));
         const std::vector<ld> want = oracle::inv_freq(base, d);
         for (std::size_t j = 0; j < want.size(); ++j) {
@@ -238,8 +239,8 @@ TEST(Table, DefaultFrequenciesMatchFormula) {
           const ld off = std::fabs(static_cast<ld>(got) - want[j]) / static_cast<ld>(ulp);
           worst = std::max(worst, off);
           ++checked;
-          ASSERT_LE(off, wide ? 0.51L : 64.0L) << "D=" << D << " d=" << d << " base=" << base
-                                                << " j=" << j;
+          ASSERT_LE(off, wide ? 0.51L : 64.0L)
+              << "D=" << D << " d=" << d << " base=" << base << " j=" << j;
         }
       }
   std::printf("default frequencies: %d w_j, worst %.4Lf ulp of base^(-2j/d)\n", checked, worst);

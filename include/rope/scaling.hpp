@@ -872,13 +872,14 @@ inline scaling_type parse_rope_type(const std::string& t, const char* key) {
 /// not in the config: name it.
 ///
 /// Throws std::invalid_argument naming the key: unknown rope_type, a missing required key, a
-/// value of the wrong kind, a null HF fails on (config_value), NaN/Inf in any number or list, factor <= 0, alpha < 0, beta_fast <
-/// beta_slow, low_freq_factor > high_freq_factor, a list of the wrong length or with an entry
-/// <= 0, rotary_dim < 4 for ntk/dynamic, a proportional partial_rotary_factor that rotates no
-/// pair, a partial_rotary_factor beside qk_rope_head_dim that is not qk_rope_head_dim /
-/// head_dim, and bad head dimensions (head_dim, qk_rope_head_dim, hidden_size /
-/// num_attention_heads; odd for proportional) or base, and for telechat3-yarn the keys vLLM
-/// does not read or fails on and a factor that disagrees with max_position_embeddings / M0;
+/// value of the wrong kind, a null refused (config_value), NaN/Inf in any number or list,
+/// factor <= 0, alpha < 0, beta_fast < beta_slow, low_freq_factor > high_freq_factor, a list of
+/// the wrong length or with an entry <= 0, rotary_dim < 4 for ntk/dynamic, a proportional
+/// partial_rotary_factor that rotates no pair, a partial_rotary_factor beside qk_rope_head_dim
+/// that is not qk_rope_head_dim / head_dim, and bad head dimensions (head_dim,
+/// qk_rope_head_dim, hidden_size / num_attention_heads; odd for proportional) or base, and for
+/// telechat3-yarn the keys vLLM does not read or fails on and a factor that disagrees with
+/// max_position_embeddings / M0;
 /// M-RoPE sections that do not fit their order (naming mrope_section), a Bailing M-RoPE config
 /// with a rope_type other than default, with mrope_interleaved or with a factor > 1, and
 /// video_rope true beside XD-RoPE's sections or ERNIE-4.5-VL's order.
@@ -919,18 +920,21 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
                           "means the model has no RoPE (OLMo Hybrid builds no rotary embedding "
                           "then; HF's other models fail): do not rotate its queries and keys");
   const double theta = keys.number("rope_theta").value_or(cfg.rope_theta);
-  // Two more keys whose null HF does not read as absent: partial_rotary_factor (every rope
-  // function reads .get("partial_rotary_factor", 1.0), which returns the null, and fails; some
-  // v5 versions replace it by a top-level value first) and mrope_section (HF, vLLM and sglang
-  // test `"mrope_section" in ...`, take the config as M-RoPE, then have no sections).
+  // Two more keys whose null is not read as absent: partial_rotary_factor (HF's scaled types'
+  // functions read .get("partial_rotary_factor", 1.0), which returns the null, and fail; some
+  // v5 versions replace it by a top-level value first) and mrope_section (HF's M-RoPE models
+  // read it and fail; vLLM and sglang test `"mrope_section" in ...` and build M-RoPE, which runs
+  // text positions as plain RoPE and fails on three rows).
   if (keys.is_null("partial_rotary_factor"))
     detail::scaling_error("partial_rotary_factor", "null",
                           "is not a share of the head (HF reads the null and fails): give a "
-                          "number, or leave the key out to use model_config::partial_rotary_factor");
+                          "number, or leave the key out to use "
+                          "model_config::partial_rotary_factor");
   if (keys.is_null("mrope_section"))
     detail::scaling_error("mrope_section", "null",
-                          "makes the config M-RoPE without sections (HF, vLLM and sglang test for "
-                          "the key, then fail): give the counts, or leave the key out");
+                          "gives M-RoPE no sections (HF's M-RoPE models fail on it; vLLM runs "
+                          "text positions as plain RoPE and fails on three rows): give the "
+                          "counts, or leave the key out for plain RoPE");
   if (!(theta > 1.0) || !detail::finite(theta))
     detail::scaling_error("rope_theta", detail::format_double(theta), "must be finite and > 1");
   if (cfg.qk_rope_head_dim < 0)
@@ -1245,7 +1249,8 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
     // value replaces it) and the rope function fails on it.
     if (keys.is_null("original_max_position_embeddings"))
       detail::scaling_error("original_max_position_embeddings", "null",
-                            std::string("is not read as absent (rope_type ") + to_string(sc.type) +
+                            std::string("is not read as absent (rope_type ") +
+                                (telechat3 ? "telechat3-yarn" : to_string(sc.type)) +
                                 ": HF keeps the null and fails): give M0, or leave the key out "
                                 "for max_position_embeddings");
     if (auto v = keys.length("original_max_position_embeddings")) return *v;
@@ -1340,8 +1345,9 @@ inline scaled_spec from_config(const model_config& cfg, rope::layout l) {
         // code was not available to check. vLLM takes s = max_position_embeddings / M0 when the
         // config has M0 (its config patching copies a top-level M0 into the map), `factor`
         // otherwise: the two must agree here. What vLLM does not read (attention_factor,
-        // truncate: false, M-RoPE keys), reads differently by version (extrapolation_factor) or
-        // fails on (mscale, mscale_all_dim, betas of 0, a null factor) is refused.
+        // truncate: false or null, M-RoPE keys), reads differently by version
+        // (extrapolation_factor) or fails on (mscale, mscale_all_dim, betas of 0, a null factor)
+        // is refused.
         for (const char* k : {"mscale", "mscale_all_dim", "attention_factor", "mrope_section",
                               "mrope_interleaved", "freq_allocation"})
           if (const config_value* v = keys.find(k))
