@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "build_modes_impl.hpp"
+#include "isa_expectation.hpp"
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -44,10 +45,25 @@ bool other_file_can_run() {
 #endif
 }
 
-#define ROPE_TEST_SKIP_UNLESS_OTHER_RUNS()                                               \
-  if (!other_file_can_run())                                                             \
-  GTEST_SKIP() << "this CPU cannot run build_modes_isa.cpp (built " ROPE_TEST_OTHER_TEXT \
-                  "); nothing of it was called"
+// Whether ROPE_EXPECT_ISA says this machine runs build_modes_isa.cpp's flags (AVX2's), so
+// that a skip there is a failure.
+bool other_file_expected() {
+#if defined(ROPE_TEST_OTHER_NEEDS) && ROPE_TEST_OTHER_NEEDS == 1
+  return rope_test::isa_expected(rope::isa::avx2);
+#else
+  return false;
+#endif
+}
+
+#define ROPE_TEST_SKIP_UNLESS_OTHER_RUNS()                                                   \
+  do {                                                                                       \
+    if (!other_file_can_run()) {                                                             \
+      if (other_file_expected())                                                             \
+        FAIL() << "rope says this CPU cannot run avx2, but ROPE_EXPECT_ISA names it";        \
+      GTEST_SKIP() << "this CPU cannot run build_modes_isa.cpp (built " ROPE_TEST_OTHER_TEXT \
+                      "); nothing of it was called";                                         \
+    }                                                                                        \
+  } while (false)
 #if defined(ROPE_TEST_OTHER_FLAGS)
 #define ROPE_TEST_OTHER_TEXT ROPE_TEST_OTHER_FLAGS
 #else
@@ -113,7 +129,12 @@ TEST(BuildModes, EveryFileGivesTheSameBits) {
     ASSERT_NE(want, input);
     int paths = 0;
     for (const auto i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
-      if (!rt.force_isa(static_cast<int>(i))) continue;
+      if (!rt.force_isa(static_cast<int>(i))) {
+        EXPECT_FALSE(rope_test::isa_expected(i))
+            << "the runtime-dispatch file refused " << rope::to_string(i)
+            << ", which ROPE_EXPECT_ISA names";
+        continue;
+      }
       ++paths;
       std::vector<std::uint16_t> there = input;
       ASSERT_EQ(rt.apply_bf16_64(there.data(), n_heads, pos, l),

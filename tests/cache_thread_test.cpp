@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "isa_expectation.hpp"
+
 namespace {
 
 int env_int(const char* name, int fallback) {
@@ -185,21 +187,29 @@ TEST(CacheThreads, GrowingTableNeverMovesUnderReaders) {
   auto first = cache.get<float>(sp, 64);
   const std::vector<float> row(first->row(63, nullptr), first->row(63, nullptr) + 2 * first->row_width());
   std::atomic<bool> stop{false};
-  std::atomic<int> bad{0};
+  std::atomic<int> bad{0}, started{0};
+  std::atomic<long> reads{0};
   std::vector<std::thread> readers;
   for (int r = 0; r < 8; ++r)
     readers.emplace_back([&] {
-      while (!stop.load()) {
+      ++started;
+      do {  // at least one read each, even if the growth below is over first
         auto held = cache.get<float>(sp, 64);  // whatever is current: at least 64 long
         if (std::memcmp(held->row(63, nullptr), row.data(), row.size() * sizeof(float)) != 0) ++bad;
         if (std::memcmp(first->row(63, nullptr), row.data(), row.size() * sizeof(float)) != 0) ++bad;
-      }
+        ++reads;
+      } while (!stop.load());
     });
+  while (started.load() < 8) std::this_thread::yield();  // the growth starts under readers
   for (std::int64_t n = 128; n <= (1 << 16); n *= 2) (void)cache.get<float>(sp, n);
   stop = true;
   for (auto& th : readers) th.join();
   EXPECT_EQ(bad.load(), 0);
+  EXPECT_GE(reads.load(), 8);
   EXPECT_EQ(first->length(), 64);
+  EXPECT_GE(cache.get<float>(sp, 64)->length(), 1 << 16) << "the table did grow";
+  std::printf("cache_thread growth: %ld reads by 8 threads while the table grew to %lld\n",
+              reads.load(), static_cast<long long>(cache.get<float>(sp, 64)->length()));
 }
 
 // The process's first rope::apply calls, from 16 threads released together. With runtime
@@ -264,8 +274,16 @@ TEST(DispatchThreads, ForcingThePathWhileOthersApplyKeepsEveryOutput) {
   ASSERT_EQ(rope::apply<float>(*tab, 3000, expected.data()), rope::status::ok);
   const rope::isa original = rope::active_isa();
   std::vector<rope::isa> paths;
-  for (rope::isa i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon})
-    if (rope::force_isa(i)) paths.push_back(i);
+  for (rope::isa i : {rope::isa::scalar, rope::isa::avx2, rope::isa::avx512, rope::isa::neon}) {
+    if (rope::force_isa(i)) {
+      paths.push_back(i);
+    } else {
+#if defined(ROPE_RUNTIME_DISPATCH)  // a compile-time build runs its one path only
+      EXPECT_FALSE(rope_test::isa_expected(i))
+          << "force_isa refused " << rope::to_string(i) << ", which ROPE_EXPECT_ISA names";
+#endif
+    }
+  }
   ASSERT_TRUE(rope::force_isa(original));
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0}, applies{0}, switches{0};
