@@ -639,7 +639,8 @@ std::shared_ptr<const table<Real>> get_table(const spec& s, const scaling& sc, s
 /// original_max_position_embeddings (HF main), yarn's `truncate` null means false (`if
 /// truncate:`), and a null rope_theta (no RoPE: OLMo Hybrid), partial_rotary_factor,
 /// mrope_section, original_max_position_embeddings of yarn / llama3 / longrope (without the
-/// top-level field), rope_type and proportional's factor are refused (HF fails on them, or builds no rotary embedding).
+/// top-level field), rope_type and proportional's factor are refused (HF fails on them, or
+/// builds no rotary embedding).
 class config_value {
  public:
   enum class kind : unsigned char { number, list, boolean, text, null };
