@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <rope/spec.hpp>
@@ -13,6 +14,13 @@
 namespace oracle {
 
 using ld = long double;
+
+/// |got - want| in ulps of got (double): how far a double the library formed is from its
+/// long double reference.
+inline ld ulps_off(double got, ld want) {
+  const double ulp = std::nextafter(got, std::numeric_limits<double>::infinity()) - got;
+  return std::fabs(static_cast<ld>(got) - want) / static_cast<ld>(ulp);
+}
 
 /// w_j = base^(-2j/d) in long double.
 inline std::vector<ld> inv_freq(double base, int rotary_dim) {

@@ -47,11 +47,7 @@ ld max_rel_err(const std::vector<double>& got, const std::vector<ld>& want) {
   return worst;
 }
 
-// |got - want| in ulps of got (double).
-ld ulps_off(double got, ld want) {
-  const double ulp = std::nextafter(got, std::numeric_limits<double>::infinity()) - got;
-  return std::fabs(static_cast<ld>(got) - want) / static_cast<ld>(ulp);
-}
+using oracle::ulps_off;
 
 // The frequency tests below hold a scaled w_j to 1.5 ulps of its formula evaluated in long
 // double: that needs long double wider than double (x86's 64-bit significand, AArch64 Linux's
